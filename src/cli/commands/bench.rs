@@ -1,0 +1,79 @@
+//! `cairn bench`: prefill and decode tokens/s and time-to-first-token, like llama-bench.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::config::{Config, Verbosity};
+use crate::model::bench::{self, BenchOptions};
+
+/// Flags of `cairn bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Prompt tokens for the prefill measurement (like llama-bench -p).
+    #[arg(short = 'p', long, default_value_t = 512, value_name = "N")]
+    pub prompt_tokens: usize,
+    /// Generated tokens for the decode measurement (like llama-bench -n).
+    #[arg(short = 'n', long, default_value_t = 128, value_name = "N")]
+    pub gen_tokens: usize,
+    /// Timed repetitions of each measurement (after one warm-up).
+    #[arg(short = 'r', long, default_value_t = 3, value_name = "R")]
+    pub repetitions: usize,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `cairn bench`.
+pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.repetitions == 0 {
+        anyhow::bail!("--repetitions must be at least 1");
+    }
+    let lm = super::load_model(config, None)?;
+    let opts = BenchOptions {
+        prompt_tokens: args.prompt_tokens,
+        gen_tokens: args.gen_tokens,
+        repetitions: args.repetitions,
+    };
+    let total = opts.prompt_tokens + 1;
+    if total > lm.model.config.context || opts.gen_tokens > lm.model.config.context {
+        anyhow::bail!(
+            "-p {} / -n {} do not fit the model's context of {} tokens",
+            opts.prompt_tokens,
+            opts.gen_tokens,
+            lm.model.config.context
+        );
+    }
+    let show = config.verbosity >= Verbosity::Normal;
+    let report = bench::run(&lm, config.threads, &opts, &mut |what| {
+        if show {
+            eprintln!("bench: {what}");
+        }
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let s = |x: &bench::Stat| format!("{:>8.1}  ({:.1}–{:.1})", x.median, x.min, x.max);
+        println!("model    {} ({})", report.model, report.arch);
+        println!(
+            "threads  {}   repetitions {}",
+            report.threads, report.repetitions
+        );
+        println!(
+            "pp{:<5}  {} tok/s",
+            report.prompt_tokens,
+            s(&report.prefill_tok_s)
+        );
+        println!(
+            "tg{:<5}  {} tok/s",
+            report.gen_tokens,
+            s(&report.decode_tok_s)
+        );
+        println!(
+            "ttft     {} ms   ({} prompt tokens)",
+            s(&report.ttft_ms),
+            report.ttft_prompt_tokens
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

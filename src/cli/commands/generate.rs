@@ -1,0 +1,144 @@
+//! `cairn generate PROMPT`: raw generation streamed to stdout, optionally wrapped in the
+//! model's chat template (`--chat`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::config::{Config, Verbosity};
+use crate::model::generate::{generate, GenerateOptions, Generation};
+use crate::model::sampling::SamplingParams;
+use crate::model::template::Message;
+use crate::model::LoadedModel;
+
+/// Sampling flags shared by `generate` and `run`.
+#[derive(Debug, Clone, Args)]
+pub struct SamplingArgs {
+    /// The most tokens to generate.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub temperature: f32,
+    /// Sample from the K most likely tokens (0 = all).
+    #[arg(long, default_value_t = 40, value_name = "K")]
+    pub top_k: usize,
+    /// Sample from the smallest set of tokens whose probability reaches P.
+    #[arg(long, default_value_t = 0.95, value_name = "P")]
+    pub top_p: f32,
+    /// Random seed for sampling.
+    #[arg(long, default_value_t = 42, value_name = "N")]
+    pub seed: u64,
+    /// A tokenizer.json to use instead of the tokenizer stored in the GGUF.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+}
+
+impl SamplingArgs {
+    /// The validated generation options.
+    pub fn options(&self) -> anyhow::Result<GenerateOptions> {
+        let sampling = SamplingParams {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            seed: self.seed,
+        };
+        sampling.validate().map_err(anyhow::Error::msg)?;
+        if self.max_tokens == 0 {
+            anyhow::bail!("--max-tokens must be at least 1");
+        }
+        Ok(GenerateOptions {
+            max_tokens: self.max_tokens,
+            sampling,
+        })
+    }
+}
+
+/// Flags of `cairn generate`.
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// The prompt (raw text, unless --chat).
+    pub prompt: String,
+    /// Wrap the prompt as a user message in the model's chat template.
+    #[arg(long)]
+    pub chat: bool,
+    /// A system message (implies --chat).
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Print a JSON object (text, tokens, stop reason, timings) instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+    /// Sampling.
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+/// Runs `cairn generate`.
+pub fn run(config: &Config, args: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    let opts = args.sampling.options()?;
+    let lm = super::load_model(config, args.sampling.tokenizer.as_deref())?;
+    let prompt = if args.chat || args.system.is_some() {
+        let mut messages = Vec::new();
+        if let Some(s) = &args.system {
+            messages.push(Message::system(s.clone()));
+        }
+        messages.push(Message::user(args.prompt.clone()));
+        lm.template.render(&messages, true)?
+    } else {
+        args.prompt.clone()
+    };
+    let g = stream(config, &lm, &prompt, &opts, !args.json)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&g)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Tokenizes `prompt`, generates, streams text to stdout when `echo`, and reports timings on
+/// stderr at `-v`.
+pub fn stream(
+    config: &Config,
+    lm: &LoadedModel,
+    prompt: &str,
+    opts: &GenerateOptions,
+    echo: bool,
+) -> anyhow::Result<Generation> {
+    let ids = lm.tokenizer.encode(prompt)?;
+    if ids.is_empty() {
+        anyhow::bail!("the prompt is empty: give some text to continue");
+    }
+    let mut session = lm.session();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let g = generate(&mut session, &lm.tokenizer, &ids, opts, &mut |piece| {
+        if echo {
+            out.write_all(piece.as_bytes())?;
+            out.flush()?;
+        }
+        Ok(())
+    })?;
+    if echo {
+        writeln!(out)?;
+    }
+    if config.verbosity >= Verbosity::Verbose {
+        eprintln!(
+            "prompt {} tokens, generated {} ({}), first token {:.0} ms, decode {:.1} tok/s",
+            g.prompt_tokens,
+            g.tokens.len(),
+            g.stop,
+            g.time_to_first_token.as_secs_f64() * 1000.0,
+            g.decode_tokens_per_second()
+        );
+    } else if g.stop == crate::model::generate::StopReason::MaxTokens
+        && config.verbosity >= Verbosity::Normal
+        && echo
+    {
+        eprintln!(
+            "note: stopped at --max-tokens {} before the model finished",
+            opts.max_tokens
+        );
+    }
+    Ok(g)
+}

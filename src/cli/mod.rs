@@ -1,0 +1,150 @@
+//! The command line: clap structs that mirror the flags exactly as typed ([`Cli`]), the step
+//! that turns them into a validated [`Config`], and error reporting with the documented exit
+//! codes (0 success; 1 the task ran but did not succeed; 2 bad usage or input).
+//!
+//! Each subcommand lives in its own file under [`commands`] and receives the `Config` and its
+//! own argument struct, never the raw `Cli`.
+
+pub mod commands;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Config, Verbosity};
+
+/// `cairn`: an offline AI agent on a local quantized model.
+#[derive(Debug, Parser)]
+#[command(name = "cairn", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Settings shared by every subcommand.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand accepts (see `config::SETTINGS`).
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Model: a GGUF path, a preset name (`cairn model list`), or hf:REPO/FILE. [env: CAIRN_MODEL]
+    #[arg(long, global = true)]
+    pub model: Option<String>,
+    /// cairn's home folder (fetched models go to HOME/models). [env: CAIRN_HOME]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<std::path::PathBuf>,
+    /// Never fetch anything. [env: CAIRN_OFFLINE, HF_HUB_OFFLINE]
+    #[arg(long, global = true)]
+    pub offline: bool,
+    /// Threads for the model's matrix multiplications (default: all cores). [env: CAIRN_THREADS]
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Keep Q4_1/Q5_0/Q5_1 tensors as stored instead of re-quantizing them to Q8_0 at load.
+    #[arg(long, global = true)]
+    pub keep_quant: bool,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// More detail on stderr.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one task and print the answer.
+    Run(commands::run::RunArgs),
+    /// Raw generation from a prompt, streamed to stdout.
+    Generate(commands::generate::GenerateArgs),
+    /// Prefill and decode throughput, like llama-bench.
+    Bench(commands::bench::BenchArgs),
+    /// List, fetch and inspect models.
+    Model {
+        /// What to do.
+        #[command(subcommand)]
+        command: commands::model::ModelCommand,
+    },
+}
+
+impl GlobalArgs {
+    /// Turns the flags into a validated [`Config`]: flags over `CAIRN_*` variables over defaults.
+    pub fn to_config(&self) -> anyhow::Result<Config> {
+        let mut config = Config::default();
+        if let Some(m) = &self.model {
+            config.model = Some(m.clone());
+        }
+        if let Some(h) = &self.home {
+            config.home = h.clone();
+        }
+        config.offline |= self.offline;
+        if let Some(v) = crate::config::env_nonempty("CAIRN_THREADS") {
+            config.threads = v.trim().parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "CAIRN_THREADS is `{v}`: expected a whole number of threads, at least 1"
+                )
+            })?;
+        }
+        if let Some(t) = self.threads {
+            config.threads = t;
+        }
+        if config.threads == 0 {
+            anyhow::bail!("--threads must be at least 1");
+        }
+        if self.keep_quant {
+            config.requantize = false;
+        }
+        config.verbosity = if self.quiet {
+            Verbosity::Quiet
+        } else if self.verbose {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        };
+        Ok(config)
+    }
+}
+
+/// Runs the parsed command line and maps the outcome to an exit code. Errors are printed with
+/// their whole chain; a closed stdout (e.g. `| head`) ends quietly.
+pub fn run(cli: Cli) -> ExitCode {
+    let result = cli.global.to_config().and_then(|config| {
+        init_threads(config.threads);
+        match cli.command {
+            Command::Run(args) => commands::run::run(&config, &args),
+            Command::Generate(args) => commands::generate::run(&config, &args),
+            Command::Bench(args) => commands::bench::run(&config, &args),
+            Command::Model { command } => commands::model::run(&config, &command),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            let _ = std::io::stdout().flush();
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_threads(threads: usize) {
+    // candle's quantized matmuls run on its own worker pool, sized from CANDLE_NUM_THREADS
+    // when first used; its other ops run on rayon's global pool. Both are set here, before
+    // any tensor work, from the one `--threads` setting.
+    std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global();
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,137 @@
+//! Settings: every key cairn reads from flags or `CAIRN_*` variables, declared once in
+//! [`SETTINGS`] with its default and doc, and the validated [`Config`] that commands receive.
+//!
+//! Flags win over variables, variables over defaults. Commands never read flags or the
+//! environment themselves: `cli` builds a `Config` once and hands it down.
+
+use std::path::PathBuf;
+
+/// One setting: its flag, its environment variable, its default and what it does.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    /// The command-line flag.
+    pub flag: &'static str,
+    /// The environment variable read when the flag is absent.
+    pub env: &'static str,
+    /// The default, in words, when neither is given.
+    pub default: &'static str,
+    /// What the setting does.
+    pub doc: &'static str,
+}
+
+/// Every setting cairn reads. The README's table of settings is checked against this list.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        flag: "--model",
+        env: "CAIRN_MODEL",
+        default: "qwen2.5-coder-0.5b",
+        doc: "A GGUF path, a preset name, or hf:REPO/FILE.",
+    },
+    Setting {
+        flag: "--home",
+        env: "CAIRN_HOME",
+        default: "the user's cache folder + /cairn",
+        doc: "Where cairn keeps fetched models (under models/).",
+    },
+    Setting {
+        flag: "--offline",
+        env: "CAIRN_OFFLINE",
+        default: "off (HF_HUB_OFFLINE=1 also turns it on)",
+        doc: "Never fetch anything; a missing model is an error that says where to put it.",
+    },
+    Setting {
+        flag: "--threads",
+        env: "CAIRN_THREADS",
+        default: "the number of cores",
+        doc: "Threads used by the model's matrix multiplications.",
+    },
+    Setting {
+        flag: "--keep-quant",
+        env: "CAIRN_KEEP_QUANT",
+        default: "off",
+        doc: "Keep Q4_1/Q5_0/Q5_1 tensors as they are instead of re-quantizing them to Q8_0 at load (candle has no SIMD kernels for them).",
+    },
+];
+
+/// How much cairn writes to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// Errors only.
+    Quiet,
+    /// Errors, warnings and progress.
+    Normal,
+    /// Everything, including load details and timings.
+    Verbose,
+}
+
+/// The validated settings every command receives.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The model as given (path, preset or `hf:` spec); `None` means the default preset.
+    pub model: Option<String>,
+    /// cairn's home folder; fetched models live in `home/models`.
+    pub home: PathBuf,
+    /// Never fetch.
+    pub offline: bool,
+    /// Threads for the model's matmuls.
+    pub threads: usize,
+    /// Re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 at load.
+    pub requantize: bool,
+    /// How much goes to stderr.
+    pub verbosity: Verbosity,
+}
+
+impl Config {
+    /// The folder that holds fetched model files.
+    pub fn models_dir(&self) -> PathBuf {
+        self.home.join("models")
+    }
+
+    /// The default home folder: `$CAIRN_HOME`, else the user's cache folder + `/cairn`.
+    pub fn default_home() -> PathBuf {
+        if let Some(h) = env_nonempty("CAIRN_HOME") {
+            return PathBuf::from(h);
+        }
+        dirs::cache_dir()
+            .or_else(|| dirs::home_dir().map(|h| h.join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("cairn")
+    }
+
+    /// Whether the environment asks for offline mode (`CAIRN_OFFLINE` or `HF_HUB_OFFLINE`).
+    pub fn offline_from_env() -> bool {
+        env_flag("CAIRN_OFFLINE") || env_flag("HF_HUB_OFFLINE")
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            model: env_nonempty("CAIRN_MODEL"),
+            home: Config::default_home(),
+            offline: Config::offline_from_env(),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            requantize: !env_flag("CAIRN_KEEP_QUANT"),
+            verbosity: Verbosity::Normal,
+        }
+    }
+}
+
+/// The value of an environment variable, `None` when unset or empty.
+pub fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// An environment variable read as a boolean: `1`, `true`, `yes`, `on` are true.
+pub fn env_flag(name: &str) -> bool {
+    env_nonempty(name)
+        .map(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        })
+        .unwrap_or(false)
+}

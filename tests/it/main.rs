@@ -1,0 +1,10 @@
+//! cairn's integration tests: one binary, one module per area. Helpers shared by the modules
+//! (tiny GGUF writers, the preset fetch-once lock, CLI runners) live in `common`.
+
+mod cli;
+mod common;
+mod fetch;
+mod model;
+mod presets;
+mod template;
+mod tokenizer;
