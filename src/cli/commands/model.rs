@@ -12,7 +12,8 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::model::fetch::{self, FetchError, FetchOptions, ModelInfo};
+use crate::model::fetch::{self, FetchError, FetchOptions};
+use crate::model::gguf::{describe_gguf, ModelInfo};
 
 /// The `cairn model` subcommands.
 #[derive(Debug, Subcommand)]
@@ -171,7 +172,7 @@ fn fetch_one(opts: &FetchOptions, args: &FetchArgs) -> anyhow::Result<ExitCode> 
 
 fn info(opts: &FetchOptions, spec: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     let path = fetch::resolve_model(spec, opts)?;
-    let info = fetch::describe_gguf(&path)?;
+    let info = describe_gguf(&path)?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&info)?)?;
