@@ -51,6 +51,36 @@ pub const SETTINGS: &[Setting] = &[
         default: "off",
         doc: "Keep Q4_1/Q5_0/Q5_1 tensors as they are instead of re-quantizing them to Q8_0 at load (candle has no SIMD kernels for them).",
     },
+    Setting {
+        flag: "--memory",
+        env: "CAIRN_MEMORY",
+        default: "the user's data folder + /cairn/memory.sqlite (HOME/memory.sqlite when --home or CAIRN_HOME is given)",
+        doc: "The SQLite file that holds sessions, turns, steps and long-term facts.",
+    },
+    Setting {
+        flag: "--memory-decay",
+        env: "CAIRN_MEMORY_DECAY",
+        default: "0.9",
+        doc: "How much a long-term fact's score keeps per hour of age (score = BM25 × decay^hours); 1 = no decay.",
+    },
+    Setting {
+        flag: "--db",
+        env: "CAIRN_DB",
+        default: "none (the sql tool is off)",
+        doc: "The SQLite database the sql tool queries, opened read-only.",
+    },
+    Setting {
+        flag: "--index",
+        env: "CAIRN_INDEX",
+        default: "the user's data folder + /cairn/index.sqlite (HOME/index.sqlite when --home or CAIRN_HOME is given)",
+        doc: "The search index that `cairn index` builds and the search tool reads.",
+    },
+    Setting {
+        flag: "--tools",
+        env: "CAIRN_TOOLS",
+        default: "none",
+        doc: "A TOML manifest of user-declared tools (name, description, JSON Schema args, argv).",
+    },
 ];
 
 /// How much cairn writes to stderr.
@@ -79,6 +109,16 @@ pub struct Config {
     pub requantize: bool,
     /// How much goes to stderr.
     pub verbosity: Verbosity,
+    /// The memory file (sessions, turns, steps, facts).
+    pub memory: PathBuf,
+    /// Per-hour decay of a fact's recall score, in (0, 1].
+    pub memory_decay: f64,
+    /// The database of the sql tool; `None` leaves the tool out.
+    pub db: Option<PathBuf>,
+    /// The search index file.
+    pub index: PathBuf,
+    /// The manifest of user-declared tools, if any.
+    pub tools: Option<PathBuf>,
 }
 
 impl Config {
@@ -98,6 +138,39 @@ impl Config {
             .join("cairn")
     }
 
+    /// The default memory file: `$CAIRN_MEMORY`, else `$CAIRN_HOME/memory.sqlite` when
+    /// `CAIRN_HOME` is set (so a private home keeps its memory private too), else the user's
+    /// data folder + `/cairn/memory.sqlite`.
+    pub fn default_memory() -> PathBuf {
+        if let Some(m) = env_nonempty("CAIRN_MEMORY") {
+            return PathBuf::from(m);
+        }
+        if let Some(h) = env_nonempty("CAIRN_HOME") {
+            return PathBuf::from(h).join("memory.sqlite");
+        }
+        dirs::data_dir()
+            .or_else(|| dirs::home_dir().map(|h| h.join(".local").join("share")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("cairn")
+            .join("memory.sqlite")
+    }
+
+    /// The default search index: `$CAIRN_INDEX`, else `$CAIRN_HOME/index.sqlite` when
+    /// `CAIRN_HOME` is set, else the user's data folder + `/cairn/index.sqlite`.
+    pub fn default_index() -> PathBuf {
+        if let Some(i) = env_nonempty("CAIRN_INDEX") {
+            return PathBuf::from(i);
+        }
+        if let Some(h) = env_nonempty("CAIRN_HOME") {
+            return PathBuf::from(h).join("index.sqlite");
+        }
+        dirs::data_dir()
+            .or_else(|| dirs::home_dir().map(|h| h.join(".local").join("share")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("cairn")
+            .join("index.sqlite")
+    }
+
     /// Whether the environment asks for offline mode (`CAIRN_OFFLINE` or `HF_HUB_OFFLINE`).
     pub fn offline_from_env() -> bool {
         env_flag("CAIRN_OFFLINE") || env_flag("HF_HUB_OFFLINE")
@@ -115,6 +188,11 @@ impl Default for Config {
                 .unwrap_or(1),
             requantize: !env_flag("CAIRN_KEEP_QUANT"),
             verbosity: Verbosity::Normal,
+            memory: Config::default_memory(),
+            memory_decay: crate::memory::DEFAULT_DECAY,
+            db: env_nonempty("CAIRN_DB").map(PathBuf::from),
+            index: Config::default_index(),
+            tools: env_nonempty("CAIRN_TOOLS").map(PathBuf::from),
         }
     }
 }

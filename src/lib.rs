@@ -10,10 +10,20 @@
 //! - [`model`]: GGUF loading, the tokenizer and chat template read from the GGUF, the
 //!   architectures (`llama`, `qwen2`), the KV cache with prefix reuse ([`model::Session`]),
 //!   sampling, generation, the `bench` measurements, and finding/fetching model files.
+//! - [`memory`]: the SQLite memory file: sessions, turns, steps, long-term facts ranked by
+//!   FTS5 BM25 times a time decay ([`memory::MemoryStore`]).
+//! - [`tools`]: the `Tool` trait and the [`tools::ToolRegistry`] (argument validation against
+//!   JSON Schema, timeouts, output truncation); the built-in `sql`, `calculator` and `search`
+//!   tools and tools declared in a TOML manifest.
+//! - [`index`]: the FTS5 index of the user's documents that `cairn index` builds and `search`
+//!   reads (chunks with line ranges, incremental updates, BM25).
 //!
 //! The binary (`src/main.rs`) only parses the command line and dispatches to
 //! [`cli::commands`].
 
 pub mod cli;
 pub mod config;
+pub mod index;
+pub mod memory;
 pub mod model;
+pub mod tools;

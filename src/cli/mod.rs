@@ -44,6 +44,22 @@ pub struct GlobalArgs {
     /// Keep Q4_1/Q5_0/Q5_1 tensors as stored instead of re-quantizing them to Q8_0 at load.
     #[arg(long, global = true)]
     pub keep_quant: bool,
+    /// The memory file (sessions, turns, steps, facts). [env: CAIRN_MEMORY]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub memory: Option<std::path::PathBuf>,
+    /// Per-hour decay of a fact's recall score, above 0 and at most 1 (default 0.9).
+    /// [env: CAIRN_MEMORY_DECAY]
+    #[arg(long, global = true, value_name = "X")]
+    pub memory_decay: Option<f64>,
+    /// The SQLite database the sql tool queries (read-only). [env: CAIRN_DB]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub db: Option<std::path::PathBuf>,
+    /// The search index built by `cairn index`. [env: CAIRN_INDEX]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub index: Option<std::path::PathBuf>,
+    /// A TOML manifest of user-declared tools. [env: CAIRN_TOOLS]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub tools: Option<std::path::PathBuf>,
     /// Only errors on stderr.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -67,6 +83,18 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::model::ModelCommand,
     },
+    /// Inspect, search, export or forget memory: sessions, turns, steps and facts.
+    Memory {
+        /// What to do.
+        #[command(subcommand)]
+        command: commands::memory::MemoryCommand,
+    },
+    /// List the tools with their argument schemas, or call one as the agent would.
+    Tools(commands::tools::ToolsArgs),
+    /// Build or update the search index from folders of documents.
+    Index(commands::index::IndexArgs),
+    /// Search the index and print the best passages with file:line.
+    Search(commands::search::SearchArgs),
 }
 
 impl GlobalArgs {
@@ -96,6 +124,36 @@ impl GlobalArgs {
         if self.keep_quant {
             config.requantize = false;
         }
+        if let Some(m) = &self.memory {
+            config.memory = m.clone();
+        } else if let (Some(h), None) = (&self.home, crate::config::env_nonempty("CAIRN_MEMORY")) {
+            config.memory = h.join("memory.sqlite");
+        }
+        if let Some(db) = &self.db {
+            config.db = Some(db.clone());
+        }
+        if let Some(i) = &self.index {
+            config.index = i.clone();
+        } else if let (Some(h), None) = (&self.home, crate::config::env_nonempty("CAIRN_INDEX")) {
+            config.index = h.join("index.sqlite");
+        }
+        if let Some(t) = &self.tools {
+            config.tools = Some(t.clone());
+        }
+        if let Some(v) = crate::config::env_nonempty("CAIRN_MEMORY_DECAY") {
+            config.memory_decay = v.trim().parse().map_err(|_| {
+                anyhow::anyhow!("CAIRN_MEMORY_DECAY is `{v}`: expected a number above 0 and at most 1, like 0.9")
+            })?;
+        }
+        if let Some(d) = self.memory_decay {
+            config.memory_decay = d;
+        }
+        if !(config.memory_decay > 0.0 && config.memory_decay <= 1.0) {
+            anyhow::bail!(
+                "--memory-decay is {}: it must be above 0 and at most 1 (1 = no decay; default 0.9 per hour)",
+                config.memory_decay
+            );
+        }
         config.verbosity = if self.quiet {
             Verbosity::Quiet
         } else if self.verbose {
@@ -117,6 +175,10 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Generate(args) => commands::generate::run(&config, &args),
             Command::Bench(args) => commands::bench::run(&config, &args),
             Command::Model { command } => commands::model::run(&config, &command),
+            Command::Memory { command } => commands::memory::run(&config, &command),
+            Command::Tools(args) => commands::tools::run(&config, &args),
+            Command::Index(args) => commands::index::run(&config, &args),
+            Command::Search(args) => commands::search::run(&config, &args),
         }
     });
     match result {

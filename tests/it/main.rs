@@ -1,10 +1,14 @@
 //! cairn's integration tests: one binary, one module per area. Helpers shared by the modules
 //! (tiny GGUF writers, the preset fetch-once lock, CLI runners) live in `common`.
 
+mod calculator;
 mod cli;
 mod common;
 mod fetch;
+mod index;
+mod memory;
 mod model;
 mod presets;
 mod template;
 mod tokenizer;
+mod tools;

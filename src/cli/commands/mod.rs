@@ -3,8 +3,12 @@
 
 pub mod bench;
 pub mod generate;
+pub mod index;
+pub mod memory;
 pub mod model;
 pub mod run;
+pub mod search;
+pub mod tools;
 
 use std::path::Path;
 
@@ -22,8 +26,7 @@ pub fn load_model(config: &Config, tokenizer_json: Option<&Path>) -> anyhow::Res
         requantize: config.requantize,
         ..LoadOptions::default()
     };
-    let lm = LoadedModel::load(&path, tokenizer_json, &load)
-        .with_context(|| format!("cannot load the model {}", path.display()))?;
+    let lm = LoadedModel::load(&path, tokenizer_json, &load).context("cannot load the model")?;
     if config.verbosity >= Verbosity::Verbose {
         let c = &lm.model.config;
         eprintln!(

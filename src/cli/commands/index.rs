@@ -1,0 +1,52 @@
+//! `cairn index DIR...`: builds or updates the search index (`--index FILE`) from folders of
+//! documents, and says what changed.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::config::{Config, Verbosity};
+use crate::index::Index;
+
+/// Flags of `cairn index`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Folders (or files) to index; text files under them are chunked, binary files skipped.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `cairn index`.
+pub fn run(config: &Config, args: &IndexArgs) -> anyhow::Result<ExitCode> {
+    let start = std::time::Instant::now();
+    let mut index = Index::open_or_create(&config.index)
+        .with_context(|| format!("cannot open the index {}", config.index.display()))?;
+    let report = index.update(&args.dirs)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "{}: {} files, {} chunks ({} added, {} changed, {} unchanged, {} removed, {} skipped as binary or too large)",
+            config.index.display(),
+            report.files,
+            report.chunks,
+            report.added,
+            report.changed,
+            report.unchanged,
+            report.removed,
+            report.skipped
+        )?;
+    }
+    if config.verbosity >= Verbosity::Verbose {
+        eprintln!("indexed in {:.2} s", start.elapsed().as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}

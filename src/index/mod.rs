@@ -1,0 +1,540 @@
+//! The full-text index of the user's documents, built by `cairn index DIR...` and read by the
+//! `search` tool and `cairn search`.
+//!
+//! The index is one SQLite file: a `files` table (path, modification time, size), a `chunks`
+//! table (file, first and last line) and an FTS5 table `chunks_fts` holding each chunk's text
+//! under the same rowid, ranked with BM25 and the Porter stemmer. Text files are cut into
+//! chunks of about [`CHUNK_CHARS`] characters at line boundaries (preferring blank lines), so a
+//! hit can be reported as `path:line`.
+//!
+//! [`Index::update`] is incremental: files whose modification time and size are unchanged are
+//! skipped, changed files are re-chunked, and indexed files that are gone are removed. Binary
+//! files (a NUL byte in the first 8 KiB, or not UTF-8) and hidden files and folders are skipped.
+//! [`Index::search`] turns any query into a safe FTS5 expression (each word quoted, joined with
+//! OR), so quotes, operators and brackets from the model are never a syntax error.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use serde::Serialize;
+
+/// A chunk is closed once it holds about this many characters.
+pub const CHUNK_CHARS: usize = 1200;
+/// A chunk is closed after this many lines whatever its size.
+pub const CHUNK_LINES: usize = 40;
+/// Files larger than this are skipped.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// What can go wrong building or reading the index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// A folder to index does not exist.
+    #[error("the folder {0} does not exist")]
+    MissingDir(PathBuf),
+    /// A path to index is not a folder or file.
+    #[error("{0} is neither a folder nor a file")]
+    NotADir(PathBuf),
+    /// The index file is absent (search before `cairn index`).
+    #[error("there is no index at {0}; build one with `cairn index DIR...`")]
+    NoIndex(PathBuf),
+    /// The query has nothing to search for.
+    #[error("the query `{0}` has no words to search for")]
+    EmptyQuery(String),
+    /// SQLite failed.
+    #[error("index {path}: {source}")]
+    Sqlite {
+        /// The index file.
+        path: PathBuf,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// Reading a folder or file failed.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// What was read.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// What one [`Index::update`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct UpdateReport {
+    /// Files indexed for the first time.
+    pub added: usize,
+    /// Files re-indexed because they changed.
+    pub changed: usize,
+    /// Files skipped because they did not change.
+    pub unchanged: usize,
+    /// Indexed files that were gone and were removed.
+    pub removed: usize,
+    /// Files skipped as binary, not UTF-8 or too large.
+    pub skipped: usize,
+    /// Chunks in the index after the update.
+    pub chunks: usize,
+    /// Files in the index after the update.
+    pub files: usize,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// The file.
+    pub path: String,
+    /// The 1-based line of the first match in the chunk (the chunk's first line if none).
+    pub line: usize,
+    /// The chunk's first line.
+    pub start_line: usize,
+    /// The chunk's last line.
+    pub end_line: usize,
+    /// A few lines from the matching line on.
+    pub snippet: String,
+    /// BM25 score (lower is better, as FTS5 reports it).
+    pub score: f64,
+}
+
+impl Hit {
+    /// `path:line` followed by the snippet, indented.
+    pub fn render(&self) -> String {
+        let mut s = format!("{}:{}\n", self.path, self.line);
+        for l in self.snippet.lines() {
+            s.push_str("  ");
+            s.push_str(l);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// An open index file.
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("path", &self.path).finish()
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id),
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, tokenize = 'porter unicode61');
+";
+
+impl Index {
+    /// Opens (creating if needed) the index at `path` for writing.
+    pub fn open_or_create(path: &Path) -> Result<Index, IndexError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| IndexError::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let sq = |source| IndexError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sq)?;
+        conn.execute_batch(SCHEMA).map_err(sq)?;
+        Ok(Index {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens an existing index read-only.
+    pub fn open_read_only(path: &Path) -> Result<Index, IndexError> {
+        if !path.is_file() {
+            return Err(IndexError::NoIndex(path.to_path_buf()));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| IndexError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Index {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn sq(&self) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
+        move |source| IndexError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Indexes the text files under each of `roots` (folders or single files): new and changed
+    /// files are (re)chunked, unchanged ones skipped, indexed files under a root that are gone
+    /// (and indexed files anywhere that no longer exist) removed. All in one transaction.
+    pub fn update(&mut self, roots: &[PathBuf]) -> Result<UpdateReport, IndexError> {
+        let mut canon_roots = Vec::new();
+        for r in roots {
+            if !r.exists() {
+                return Err(IndexError::MissingDir(r.clone()));
+            }
+            let c = r.canonicalize().map_err(|source| IndexError::Io {
+                path: r.clone(),
+                source,
+            })?;
+            if !c.is_dir() && !c.is_file() {
+                return Err(IndexError::NotADir(r.clone()));
+            }
+            canon_roots.push(c);
+        }
+        let mut files = Vec::new();
+        for r in &canon_roots {
+            walk(r, &mut files)?;
+        }
+        let mut report = UpdateReport::default();
+        let path = self.path.clone();
+        let sq = |source| IndexError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sq)?;
+        let mut seen: HashSet<String> = HashSet::new();
+        for f in &files {
+            let Ok(meta) = std::fs::metadata(f) else {
+                continue;
+            };
+            let Some(key) = f.to_str().map(str::to_string) else {
+                report.skipped += 1;
+                continue;
+            };
+            let mtime = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map(|d| d.as_nanos() as i64)
+                .unwrap_or(0);
+            let size = meta.len() as i64;
+            let existing: Option<(i64, i64, i64)> = tx
+                .query_row(
+                    "SELECT id, mtime_ns, size FROM files WHERE path = ?1",
+                    [&key],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()
+                .map_err(sq)?;
+            if let Some((_, m, s)) = existing {
+                if m == mtime && s == size {
+                    seen.insert(key);
+                    report.unchanged += 1;
+                    continue;
+                }
+            }
+            let text = if meta.len() > MAX_FILE_BYTES {
+                None
+            } else {
+                read_text(f)
+            };
+            if let Some((id, _, _)) = existing {
+                delete_file(&tx, id).map_err(sq)?;
+            }
+            let Some(text) = text else {
+                report.skipped += 1;
+                continue;
+            };
+            seen.insert(key.clone());
+            tx.execute(
+                "INSERT INTO files(path, mtime_ns, size) VALUES (?1, ?2, ?3)",
+                params![key, mtime, size],
+            )
+            .map_err(sq)?;
+            let file_id = tx.last_insert_rowid();
+            for c in chunk_lines(&text) {
+                tx.execute(
+                    "INSERT INTO chunks(file_id, start_line, end_line) VALUES (?1, ?2, ?3)",
+                    params![file_id, c.start_line as i64, c.end_line as i64],
+                )
+                .map_err(sq)?;
+                let cid = tx.last_insert_rowid();
+                tx.execute(
+                    "INSERT INTO chunks_fts(rowid, text) VALUES (?1, ?2)",
+                    params![cid, c.text],
+                )
+                .map_err(sq)?;
+            }
+            if existing.is_some() {
+                report.changed += 1;
+            } else {
+                report.added += 1;
+            }
+        }
+        // Remove what is gone: files under a root that were not seen, and files that no longer
+        // exist anywhere.
+        let indexed: Vec<(i64, String)> = {
+            let mut stmt = tx.prepare("SELECT id, path FROM files").map_err(sq)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(sq)?;
+            rows.collect::<Result<_, _>>().map_err(sq)?
+        };
+        for (id, p) in indexed {
+            if seen.contains(&p) {
+                continue;
+            }
+            let pb = PathBuf::from(&p);
+            let under_root = canon_roots.iter().any(|r| pb.starts_with(r));
+            if under_root || !pb.exists() {
+                delete_file(&tx, id).map_err(sq)?;
+                report.removed += 1;
+            }
+        }
+        report.files = tx
+            .query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0))
+            .map_err(sq)? as usize;
+        report.chunks = tx
+            .query_row("SELECT count(*) FROM chunks", [], |r| r.get::<_, i64>(0))
+            .map_err(sq)? as usize;
+        tx.commit().map_err(sq)?;
+        Ok(report)
+    }
+
+    /// How many files and chunks the index holds.
+    pub fn counts(&self) -> Result<(usize, usize), IndexError> {
+        let f: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM files", [], |r| r.get(0))
+            .map_err(self.sq())?;
+        let c: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+            .map_err(self.sq())?;
+        Ok((f as usize, c as usize))
+    }
+
+    /// The `top_k` best chunks for `query`, best first. Any text is a valid query: it is cut
+    /// into words, each quoted for FTS5, joined with OR; one with no words is an error.
+    pub fn search(&self, query: &str, top_k: usize) -> Result<Vec<Hit>, IndexError> {
+        let words = query_words(query);
+        if words.is_empty() {
+            return Err(IndexError::EmptyQuery(query.to_string()));
+        }
+        let fts = words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT f.path, c.start_line, c.end_line, chunks_fts.text, bm25(chunks_fts) AS s \
+                 FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid \
+                 JOIN files f ON f.id = c.file_id \
+                 WHERE chunks_fts MATCH ?1 ORDER BY s LIMIT ?2",
+            )
+            .map_err(self.sq())?;
+        let rows = stmt
+            .query_map(params![fts, top_k as i64], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, f64>(4)?,
+                ))
+            })
+            .map_err(self.sq())?;
+        let mut hits = Vec::new();
+        for row in rows {
+            let (path, start, end, text, score) = row.map_err(self.sq())?;
+            let (offset, snippet) = snippet(&text, &words);
+            hits.push(Hit {
+                path,
+                line: start as usize + offset,
+                start_line: start as usize,
+                end_line: end as usize,
+                snippet,
+                score,
+            });
+        }
+        Ok(hits)
+    }
+}
+
+fn delete_file(conn: &Connection, id: i64) -> rusqlite::Result<()> {
+    conn.execute(
+        "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?1)",
+        [id],
+    )?;
+    conn.execute("DELETE FROM chunks WHERE file_id = ?1", [id])?;
+    conn.execute("DELETE FROM files WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+/// The words of a query, lowercased: runs of letters, digits and `_`. Everything else (quotes,
+/// `*`, `:`, `^`, brackets, AND/OR/NOT written as operators) only separates words.
+pub fn query_words(query: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in query.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        if w.is_empty() {
+            continue;
+        }
+        let w = w.to_lowercase();
+        if !out.contains(&w) {
+            out.push(w);
+        }
+        if out.len() >= 32 {
+            break;
+        }
+    }
+    out
+}
+
+/// The line offset of the first line in `text` that holds one of `words` (0 if none), and up
+/// to three lines from there, each cut at 160 characters.
+fn snippet(text: &str, words: &[String]) -> (usize, String) {
+    let lines: Vec<&str> = text.lines().collect();
+    // The line holding the most distinct query words (the first such line on a tie); a word
+    // counts where it starts a word of the line, so "deploy" matches "deployed" but not
+    // "redeploy".
+    let mut at = 0;
+    let mut best = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let low = l.to_lowercase();
+        let n = words
+            .iter()
+            .filter(|w| {
+                low.match_indices(w.as_str()).any(|(p, _)| {
+                    !low[..p]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                })
+            })
+            .count();
+        if n > best {
+            best = n;
+            at = i;
+        }
+    }
+    let picked: Vec<String> = lines
+        .iter()
+        .skip(at)
+        .filter(|l| !l.trim().is_empty())
+        .take(3)
+        .map(|l| {
+            let t = l.trim_end();
+            if t.chars().count() > 160 {
+                let cut: String = t.chars().take(160).collect();
+                format!("{cut}…")
+            } else {
+                t.to_string()
+            }
+        })
+        .collect();
+    (at, picked.join("\n"))
+}
+
+/// A piece of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// 1-based first line.
+    pub start_line: usize,
+    /// 1-based last line.
+    pub end_line: usize,
+    /// The lines' text.
+    pub text: String,
+}
+
+/// Cuts `text` into chunks at line boundaries: a chunk closes at a blank line once it holds
+/// half of [`CHUNK_CHARS`], or at any line once it holds [`CHUNK_CHARS`] or [`CHUNK_LINES`].
+pub fn chunk_lines(text: &str) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut start = 1;
+    let mut n_lines = 0;
+    for (i, line) in text.lines().enumerate() {
+        let lineno = i + 1;
+        if n_lines == 0 {
+            start = lineno;
+        }
+        cur.push_str(line);
+        cur.push('\n');
+        n_lines += 1;
+        let blank = line.trim().is_empty();
+        let full = cur.len() >= CHUNK_CHARS || n_lines >= CHUNK_LINES;
+        if full || (blank && cur.len() >= CHUNK_CHARS / 2) {
+            if !cur.trim().is_empty() {
+                out.push(Chunk {
+                    start_line: start,
+                    end_line: lineno,
+                    text: std::mem::take(&mut cur),
+                });
+            }
+            cur.clear();
+            n_lines = 0;
+        }
+    }
+    if n_lines > 0 && !cur.trim().is_empty() {
+        out.push(Chunk {
+            start_line: start,
+            end_line: start + n_lines - 1,
+            text: cur,
+        });
+    }
+    out
+}
+
+/// The file's text, or `None` for binary (a NUL byte in the first 8 KiB) or non-UTF-8 files.
+fn read_text(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let head = &bytes[..bytes.len().min(8192)];
+    if head.contains(&0) {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// Every regular file under `root` (or `root` itself when it is a file), skipping hidden files
+/// and folders and symlinks, in a stable order.
+fn walk(root: &Path, out: &mut Vec<PathBuf>) -> Result<(), IndexError> {
+    if root.is_file() {
+        out.push(root.to_path_buf());
+        return Ok(());
+    }
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|source| IndexError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let mut names: Vec<_> = entries.flatten().collect();
+        names.sort_by_key(|e| e.file_name());
+        for e in names {
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    Ok(())
+}

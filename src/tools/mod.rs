@@ -1,0 +1,516 @@
+//! Tools the agent can call: the [`Tool`] trait, the [`ToolRegistry`] that runs them, and the
+//! built-in tools ([`sql`], [`calculator`], [`search`], [`recall`]) plus tools users declare
+//! in a TOML manifest ([`manifest`]).
+//!
+//! A tool has a name, a description written for the model, a JSON Schema of its arguments and
+//! a `run` method. The registry is the one way tools are called — by the agent loop, by
+//! `cairn tools call`, by tests and batch replays — and every call goes through the same three
+//! steps: the arguments are validated against the tool's schema ([`schema`]), the tool runs
+//! under a per-call timeout, and an observation longer than the limit is cut with a marker that
+//! says how much was cut. Failures are [`ToolError`]s whose [`ErrorClass`] tells the loop what
+//! to do: retry (`Transient`), show the model its mistake (`InvalidInput`), or stop (`Fatal`).
+
+pub mod calculator;
+pub mod manifest;
+pub mod recall;
+pub mod schema;
+pub mod search;
+pub mod sql;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::Config;
+
+/// What a tool returns to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Observation {
+    /// The text shown to the model (already cut to the registry's limit when it came from
+    /// [`ToolRegistry::call`]).
+    pub text: String,
+    /// How many characters the registry cut from the end; 0 when nothing was cut.
+    pub cut_chars: usize,
+}
+
+impl Observation {
+    /// An observation holding `text`, nothing cut.
+    pub fn new(text: impl Into<String>) -> Self {
+        Observation {
+            text: text.into(),
+            cut_chars: 0,
+        }
+    }
+}
+
+/// How the agent loop should treat a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Worth retrying as is: a timeout, a busy or locked database.
+    Transient,
+    /// The arguments are wrong (bad SQL, bad expression, unknown column): shown to the model
+    /// with a hint so it can fix them.
+    InvalidInput,
+    /// Nothing the model can do about it (a missing database file): the task ends with this
+    /// reason.
+    Fatal,
+}
+
+impl ErrorClass {
+    /// The class as written in traces and on the command line: `transient`, `invalid_input`,
+    /// `fatal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "transient",
+            ErrorClass::InvalidInput => "invalid_input",
+            ErrorClass::Fatal => "fatal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failed tool call: its class, a message naming the bad value and what would be valid, and
+/// an optional hint for the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    /// What the loop should do about it.
+    pub class: ErrorClass,
+    /// What went wrong, with the values that explain it.
+    pub message: String,
+    /// How to fix the input, when there is something useful to say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl ToolError {
+    /// A transient failure (retry as is).
+    pub fn transient(message: impl Into<String>) -> Self {
+        ToolError {
+            class: ErrorClass::Transient,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// Bad arguments (show the model).
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ToolError {
+            class: ErrorClass::InvalidInput,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// A failure that ends the task.
+    pub fn fatal(message: impl Into<String>) -> Self {
+        ToolError {
+            class: ErrorClass::Fatal,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// The same error with a hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// The text the model sees for this error: the class, the message, and the hint.
+    pub fn to_observation_text(&self) -> String {
+        match &self.hint {
+            Some(h) => format!("error ({}): {}\nhint: {h}", self.class, self.message),
+            None => format!("error ({}): {}", self.class, self.message),
+        }
+    }
+}
+
+/// A tool the agent can call. Implementations must be cheap to call repeatedly and safe to
+/// share between threads: the registry runs each call on its own thread to enforce the timeout.
+pub trait Tool: Send + Sync {
+    /// The name the model writes in its action, e.g. `sql`.
+    fn name(&self) -> &str;
+    /// What the tool does and what its source holds, written for the model.
+    fn description(&self) -> String;
+    /// The JSON Schema of the arguments (an object schema).
+    fn args_schema(&self) -> Value;
+    /// Runs the tool on arguments that already passed validation against `args_schema`.
+    fn run(&self, args: &Value) -> Result<Observation, ToolError>;
+}
+
+/// Limits every call through a [`ToolRegistry`] obeys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegistryOptions {
+    /// A call still running after this long fails as `Transient`.
+    pub timeout: Duration,
+    /// Observations longer than this many characters are cut, with a marker.
+    pub max_chars: usize,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        RegistryOptions {
+            timeout: Duration::from_secs(30),
+            max_chars: 2000,
+        }
+    }
+}
+
+/// A tool as listed by [`ToolRegistry::list`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: String,
+    /// Its description for the model.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub args_schema: Value,
+}
+
+/// The tools available to one agent, by name, and the one way to call them.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Each tool's argument schema, computed once at registration.
+    schemas: BTreeMap<String, Value>,
+    /// Tools that could not be set up, with the error a call to them returns.
+    unavailable: BTreeMap<String, ToolError>,
+    options: RegistryOptions,
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("unavailable", &self.unavailable)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+/// Why a tool could not be added to a registry.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Two tools with one name.
+    #[error("a tool named `{0}` is already registered; tool names must be unique")]
+    Duplicate(String),
+    /// A name the action schema cannot carry.
+    #[error("tool name `{0}` is not valid: use 1-64 letters, digits, `_` or `-`, starting with a letter")]
+    BadName(String),
+    /// The tool's argument schema is not one the registry can validate.
+    #[error("the arguments schema of tool `{name}` is not valid: {source}")]
+    BadSchema {
+        /// The tool.
+        name: String,
+        /// What is wrong with the schema.
+        source: schema::SchemaError,
+    },
+    /// The `--tools` manifest could not be loaded.
+    #[error(transparent)]
+    Manifest(#[from] manifest::ManifestError),
+}
+
+impl ToolRegistry {
+    /// An empty registry with the given limits.
+    pub fn new(options: RegistryOptions) -> Self {
+        ToolRegistry {
+            options,
+            ..Default::default()
+        }
+    }
+
+    /// The registry the agent gets from `config`: `calculator` always; `sql` when `--db` is
+    /// set; `search` when the index file exists; `recall` when the memory file exists (over
+    /// every session's facts: the agent loop re-registers it bound to its session); every tool
+    /// of the `--tools` manifest. A built-in
+    /// that cannot be set up is left out and remembered with its reason (see
+    /// [`ToolRegistry::unavailable`]); a broken manifest is an error.
+    pub fn from_config(config: &Config, options: RegistryOptions) -> Result<Self, RegistryError> {
+        let mut reg = ToolRegistry::new(options);
+        reg.register(Arc::new(calculator::CalculatorTool))?;
+        match &config.db {
+            Some(db) => match sql::SqlTool::open(db, sql::SqlOptions::default()) {
+                Ok(t) => reg.register(Arc::new(t))?,
+                Err(e) => reg.mark_unavailable("sql", e),
+            },
+            None => reg.mark_unavailable(
+                "sql",
+                ToolError::invalid("the tool `sql` is not available: no database given")
+                    .with_hint("pass --db FILE"),
+            ),
+        }
+        if config.index.is_file() {
+            reg.register(Arc::new(search::SearchTool::new(&config.index)))?;
+        } else {
+            reg.mark_unavailable(
+                "search",
+                ToolError::invalid(format!(
+                    "the tool `search` is not available: there is no index at {}",
+                    config.index.display()
+                ))
+                .with_hint("build one with `cairn index DIR...`"),
+            );
+        }
+        if config.memory.is_file() {
+            match crate::memory::MemoryStore::open(&config.memory) {
+                Ok(store) => reg.register(Arc::new(recall::RecallTool::new(
+                    store,
+                    None,
+                    config.memory_decay,
+                    recall::DEFAULT_K,
+                )))?,
+                Err(e) => reg.mark_unavailable("recall", ToolError::fatal(e.to_string())),
+            }
+        } else {
+            reg.mark_unavailable(
+                "recall",
+                ToolError::invalid(format!(
+                    "the tool `recall` is not available: there is no memory file at {}",
+                    config.memory.display()
+                )),
+            );
+        }
+        if let Some(path) = &config.tools {
+            let m = manifest::Manifest::load(path)?;
+            for t in m.into_tools() {
+                reg.register(Arc::new(t))?;
+            }
+        }
+        Ok(reg)
+    }
+
+    /// Adds a tool. Its name must be unique and its schema one [`schema::check_schema`] accepts.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let name = tool.name().to_string();
+        if !valid_tool_name(&name) {
+            return Err(RegistryError::BadName(name));
+        }
+        if self.tools.contains_key(&name) {
+            return Err(RegistryError::Duplicate(name));
+        }
+        let args_schema = tool.args_schema();
+        schema::check_schema(&args_schema).map_err(|source| RegistryError::BadSchema {
+            name: name.clone(),
+            source,
+        })?;
+        self.unavailable.remove(&name);
+        self.schemas.insert(name.clone(), args_schema);
+        self.tools.insert(name, tool);
+        Ok(())
+    }
+
+    /// Adds `tool`, replacing a tool of the same name (e.g. `recall` bound to the task's
+    /// session); returns the tool it replaced.
+    pub fn replace(&mut self, tool: Arc<dyn Tool>) -> Result<Option<Arc<dyn Tool>>, RegistryError> {
+        let name = tool.name().to_string();
+        let old = self.tools.remove(&name);
+        let old_schema = self.schemas.remove(&name);
+        if let Err(e) = self.register(tool) {
+            if let (Some(o), Some(s)) = (old, old_schema) {
+                self.tools.insert(name.clone(), o);
+                self.schemas.insert(name, s);
+            }
+            return Err(e);
+        }
+        Ok(old)
+    }
+
+    /// Removes the tool called `name`, returning it.
+    pub fn remove(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.schemas.remove(name);
+        self.tools.remove(name)
+    }
+
+    /// Records that a tool could not be set up: a call to it returns `error` (a missing
+    /// database stays `Fatal`).
+    pub fn mark_unavailable(&mut self, name: &str, error: ToolError) {
+        if !self.tools.contains_key(name) {
+            self.unavailable.insert(name.to_string(), error);
+        }
+    }
+
+    /// The tools that could not be set up, with the reason.
+    pub fn unavailable(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.unavailable
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.message.as_str()))
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Every tool, sorted by name, with its description and schema.
+    pub fn list(&self) -> Vec<ToolInfo> {
+        self.tools
+            .values()
+            .map(|t| ToolInfo {
+                name: t.name().to_string(),
+                description: t.description(),
+                args_schema: t.args_schema(),
+            })
+            .collect()
+    }
+
+    /// The limits calls obey.
+    pub fn options(&self) -> RegistryOptions {
+        self.options
+    }
+
+    /// Calls `name` with arguments given as JSON text, exactly as the agent does.
+    pub fn call(&self, name: &str, args_json: &str) -> Result<Observation, ToolError> {
+        let args: Value = serde_json::from_str(args_json).map_err(|e| {
+            ToolError::invalid(format!("the arguments are not valid JSON: {e}"))
+                .with_hint("pass one JSON object, e.g. {\"key\": \"value\"}")
+        })?;
+        self.call_value(name, &args)
+    }
+
+    /// Calls `name` with parsed arguments: validation, then the run under the timeout, then the
+    /// cut to `max_chars`.
+    pub fn call_value(&self, name: &str, args: &Value) -> Result<Observation, ToolError> {
+        let tool = self
+            .tools
+            .get(name)
+            .ok_or_else(|| self.unknown_tool(name))?;
+        let computed;
+        let schema = match self.schemas.get(name) {
+            Some(s) => s,
+            None => {
+                computed = tool.args_schema();
+                &computed
+            }
+        };
+        if let Err(errors) = schema::validate(schema, args) {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            return Err(ToolError::invalid(format!(
+                "invalid arguments for `{name}`: {}",
+                list.join("; ")
+            ))
+            .with_hint(format!(
+                "the arguments must match this schema: {}",
+                serde_json::to_string(schema).unwrap_or_default()
+            )));
+        }
+        let obs = self.run_with_timeout(name, tool.clone(), args.clone())?;
+        Ok(truncate(obs, self.options.max_chars))
+    }
+
+    fn run_with_timeout(
+        &self,
+        name: &str,
+        tool: Arc<dyn Tool>,
+        args: Value,
+    ) -> Result<Observation, ToolError> {
+        let (tx, rx) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name(format!("tool-{name}"))
+            .spawn(move || {
+                let _ = tx.send(tool.run(&args));
+            });
+        if let Err(e) = spawned {
+            return Err(ToolError::transient(format!(
+                "cannot start a thread for `{name}`: {e}"
+            )));
+        }
+        match rx.recv_timeout(self.options.timeout) {
+            Ok(result) => result,
+            // The thread is left to finish on its own: a tool cannot be stopped from outside,
+            // so tools with their own limits (sql, manifest commands) enforce them inside.
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(ToolError::transient(format!(
+                "`{name}` did not finish within {:.1} s",
+                self.options.timeout.as_secs_f64()
+            ))),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(ToolError::fatal(format!(
+                "`{name}` stopped without a result (it panicked)"
+            ))),
+        }
+    }
+
+    fn unknown_tool(&self, name: &str) -> ToolError {
+        if let Some(e) = self.unavailable.get(name) {
+            return e.clone();
+        }
+        let names: Vec<&str> = self.tools.keys().map(|s| s.as_str()).collect();
+        ToolError::invalid(format!(
+            "no tool named `{name}` (tools: {})",
+            names.join(", ")
+        ))
+    }
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Cuts `obs` to at most `max_chars` characters of text plus a marker saying how many were cut.
+pub fn truncate(mut obs: Observation, max_chars: usize) -> Observation {
+    let total = obs.text.chars().count();
+    if total <= max_chars {
+        return obs;
+    }
+    let keep_bytes = obs
+        .text
+        .char_indices()
+        .nth(max_chars)
+        .map(|(i, _)| i)
+        .unwrap_or(obs.text.len());
+    let cut = total - max_chars;
+    obs.text.truncate(keep_bytes);
+    obs.text
+        .push_str(&format!("\n[… cut {cut} of {total} characters]"));
+    obs.cut_chars += cut;
+    obs
+}
+
+/// The JSON Schema of a Rust argument type, derived with schemars and stripped of the
+/// annotations (`$schema`, `title`, the top-level `description`) that only cost the model
+/// tokens.
+pub fn schema_of<T: schemars::JsonSchema>() -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    strip_formats(&mut v);
+    if let Value::Object(m) = &mut v {
+        m.remove("$schema");
+        m.remove("title");
+        // The type's doc comment ("The arguments of `sql`.") says nothing the tool's own
+        // description does not.
+        m.remove("description");
+    }
+    v
+}
+
+/// Removes schemars' `format` annotations (`uint32`, ...): they are not JSON Schema formats,
+/// and a constraint engine may refuse formats it does not know.
+fn strip_formats(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.get("format").is_some_and(Value::is_string) && m.contains_key("type") {
+                m.remove("format");
+            }
+            m.values_mut().for_each(strip_formats);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_formats),
+        _ => {}
+    }
+}
+
+/// Reads the tool's (already validated) argument object into `T`.
+pub fn parse_args<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T, ToolError> {
+    T::deserialize(args).map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+}

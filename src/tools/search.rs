@@ -1,0 +1,118 @@
+//! The `search` tool: BM25 full-text search over the user's documents, as indexed by
+//! `cairn index DIR...` (see [`crate::index`]). Results are snippets headed by `path:line`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{parse_args, schema_of, Observation, Tool, ToolError};
+use crate::index::{Index, IndexError};
+
+/// How many results `search` returns when `top_k` is not given.
+pub const DEFAULT_TOP_K: usize = 5;
+
+/// The arguments of `search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// Words to look for in the user's documents.
+    pub query: String,
+    /// How many results to return.
+    #[schemars(range(min = 1, max = 20))]
+    #[serde(default = "default_top_k")]
+    pub top_k: u32,
+}
+
+fn default_top_k() -> u32 {
+    DEFAULT_TOP_K as u32
+}
+
+/// The `search` tool over one index file, opened on first use.
+#[derive(Debug)]
+pub struct SearchTool {
+    path: PathBuf,
+    index: Mutex<Option<Index>>,
+}
+
+impl SearchTool {
+    /// A search tool over the index at `path` (opened read-only on the first call).
+    pub fn new(path: &Path) -> Self {
+        SearchTool {
+            path: path.to_path_buf(),
+            index: Mutex::new(None),
+        }
+    }
+
+    /// Runs one search and renders the hits.
+    pub fn search(&self, query: &str, top_k: usize) -> Result<String, ToolError> {
+        let mut guard = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Some(Index::open_read_only(&self.path).map_err(to_tool_error)?);
+        }
+        let Some(index) = guard.as_ref() else {
+            return Err(ToolError::fatal("the index could not be opened"));
+        };
+        let hits = index.search(query, top_k).map_err(to_tool_error)?;
+        if hits.is_empty() {
+            let (files, _) = index.counts().map_err(to_tool_error)?;
+            if files == 0 {
+                return Ok(format!(
+                    "no results: the index {} holds no documents (build it with `cairn index DIR...`)",
+                    self.path.display()
+                ));
+            }
+            return Ok(format!(
+                "no results for `{query}` in {files} indexed files; try other or fewer words"
+            ));
+        }
+        Ok(hits
+            .iter()
+            .map(|h| h.render())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .trim_end()
+            .to_string())
+    }
+}
+
+fn to_tool_error(e: IndexError) -> ToolError {
+    match e {
+        IndexError::EmptyQuery(_) => ToolError::invalid(e.to_string())
+            .with_hint("search with a few words that the documents would contain"),
+        IndexError::Sqlite { ref source, .. }
+            if matches!(
+                source.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ) =>
+        {
+            ToolError::transient(e.to_string())
+        }
+        other => ToolError::fatal(other.to_string()),
+    }
+}
+
+impl Tool for SearchTool {
+    fn name(&self) -> &str {
+        "search"
+    }
+
+    fn description(&self) -> String {
+        "Full-text search over the user's own documents and notes (files indexed with \
+         `cairn index`). Use it for questions about what the user's files say. Returns the \
+         best-matching passages, each headed by file:line."
+            .into()
+    }
+
+    fn args_schema(&self) -> Value {
+        schema_of::<SearchArgs>()
+    }
+
+    fn run(&self, args: &Value) -> Result<Observation, ToolError> {
+        let args: SearchArgs = parse_args(args)?;
+        self.search(&args.query, (args.top_k as usize).clamp(1, 50))
+            .map(Observation::new)
+    }
+}

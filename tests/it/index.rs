@@ -1,0 +1,253 @@
+//! The document index and search: chunks with line numbers, incremental updates, binary files
+//! skipped, any query (FTS5 syntax included) safe, `cairn index` and `cairn search` on the
+//! command line.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cairn::index::{chunk_lines, Index, IndexError};
+use cairn::tools::search::SearchTool;
+use cairn::tools::{ErrorClass, RegistryOptions, ToolRegistry};
+use predicates::prelude::*;
+use serde_json::json;
+
+use crate::common::cairn;
+
+fn docs(dir: &Path) {
+    std::fs::create_dir_all(dir.join("notes/deep")).unwrap();
+    std::fs::write(
+        dir.join("notes/deploy.md"),
+        "# Deploying\n\nSome intro.\n\nThe deploy script copies the build to the staging server.\nThen it restarts nginx.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("notes/deep/recipes.txt"),
+        "Pancakes\nflour, eggs, milk\n\nOmelette\neggs, butter, salt\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.rs"),
+        "fn main() {\n    println!(\"hello\");\n}\n\nfn frobnicate_widget() {}\n",
+    )
+    .unwrap();
+    let mut bin = vec![0u8, 1, 2, 3, 255, 0];
+    bin.extend_from_slice(b"deploy deploy deploy");
+    std::fs::write(dir.join("image.png"), &bin).unwrap();
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    std::fs::write(dir.join(".git/config"), "deploy hidden").unwrap();
+}
+
+#[test]
+fn index_and_search_report_path_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    docs(&root);
+    let idx_path = dir.path().join("idx.sqlite");
+    let mut idx = Index::open_or_create(&idx_path).unwrap();
+    let r = idx.update(std::slice::from_ref(&root)).unwrap();
+    assert_eq!((r.added, r.skipped, r.files), (3, 1, 3), "{r:?}");
+    let hits = idx.search("deploy script", 5).unwrap();
+    assert!(!hits.is_empty());
+    assert!(hits[0].path.ends_with("notes/deploy.md"), "{hits:?}");
+    assert_eq!(hits[0].line, 5, "{hits:?}");
+    assert!(hits[0].snippet.starts_with("The deploy script"), "{hits:?}");
+    assert!(hits[0]
+        .render()
+        .contains("deploy.md:5\n  The deploy script"));
+    // Stemming: "deploying" finds "deploy".
+    assert!(!idx.search("deploying", 5).unwrap().is_empty());
+    let hits = idx.search("frobnicate_widget", 5).unwrap();
+    assert!(
+        hits[0].path.ends_with("main.rs") && hits[0].line == 5,
+        "{hits:?}"
+    );
+    // Nothing from the binary or hidden files.
+    for h in idx.search("deploy hidden", 10).unwrap() {
+        assert!(
+            !h.path.contains("image.png") && !h.path.contains(".git"),
+            "{h:?}"
+        );
+    }
+}
+
+#[test]
+fn updates_are_incremental() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    docs(&root);
+    let mut idx = Index::open_or_create(&dir.path().join("idx.sqlite")).unwrap();
+    idx.update(std::slice::from_ref(&root)).unwrap();
+    let r = idx.update(std::slice::from_ref(&root)).unwrap();
+    assert_eq!(
+        (r.added, r.changed, r.unchanged, r.removed),
+        (0, 0, 3, 0),
+        "{r:?}"
+    );
+    std::fs::write(
+        root.join("main.rs"),
+        "fn main() { zanzibar(); }\n// more bytes\n",
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("notes/deep/recipes.txt")).unwrap();
+    std::fs::write(root.join("new.md"), "a new note about quokkas\n").unwrap();
+    let r = idx.update(std::slice::from_ref(&root)).unwrap();
+    assert_eq!(
+        (r.added, r.changed, r.unchanged, r.removed),
+        (1, 1, 1, 1),
+        "{r:?}"
+    );
+    assert_eq!(r.files, 3);
+    assert!(idx.search("omelette", 5).unwrap().is_empty());
+    assert!(idx.search("frobnicate_widget", 5).unwrap().is_empty());
+    assert_eq!(idx.search("zanzibar", 5).unwrap().len(), 1);
+    assert_eq!(idx.search("quokkas", 5).unwrap().len(), 1);
+}
+
+#[test]
+fn fts_syntax_in_queries_is_never_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    docs(&root);
+    let mut idx = Index::open_or_create(&dir.path().join("idx.sqlite")).unwrap();
+    idx.update(&[root]).unwrap();
+    for q in [
+        "\"deploy",
+        "deploy*",
+        "NOT deploy",
+        "deploy AND OR",
+        "(eggs",
+        "eggs:milk",
+        "^eggs",
+        "NEAR(eggs milk)",
+        "col:eggs -milk +salt",
+        "'; DROP TABLE files; --",
+        "{eggs}",
+        "eggs\u{0}milk",
+    ] {
+        let r = idx.search(q, 5);
+        assert!(r.is_ok(), "{q}: {r:?}");
+    }
+    assert!(matches!(
+        idx.search("\"*():^", 5),
+        Err(IndexError::EmptyQuery(_))
+    ));
+}
+
+#[test]
+fn an_empty_index_and_a_missing_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx_path = dir.path().join("idx.sqlite");
+    let mut idx = Index::open_or_create(&idx_path).unwrap();
+    assert!(idx.search("anything", 5).unwrap().is_empty());
+    let e = idx.update(&[dir.path().join("nope")]).unwrap_err();
+    assert!(matches!(e, IndexError::MissingDir(_)));
+    assert!(e.to_string().contains("nope"), "{e}");
+    // The search tool over an empty index says so instead of failing.
+    let mut reg = ToolRegistry::new(RegistryOptions::default());
+    reg.register(Arc::new(SearchTool::new(&idx_path))).unwrap();
+    let obs = reg
+        .call_value("search", &json!({"query": "anything"}))
+        .unwrap();
+    assert!(obs.text.contains("holds no documents"), "{}", obs.text);
+    let e = reg
+        .call_value("search", &json!({"query": "\"*"}))
+        .unwrap_err();
+    assert_eq!(e.class, ErrorClass::InvalidInput);
+    let e = reg
+        .call_value("search", &json!({"query": "x", "top_k": 0}))
+        .unwrap_err();
+    assert_eq!(e.class, ErrorClass::InvalidInput);
+    // A search tool whose index is gone is fatal.
+    let gone = SearchTool::new(&dir.path().join("gone.sqlite"));
+    let mut reg = ToolRegistry::new(RegistryOptions::default());
+    reg.register(Arc::new(gone)).unwrap();
+    let e = reg
+        .call_value("search", &json!({"query": "x"}))
+        .unwrap_err();
+    assert_eq!(e.class, ErrorClass::Fatal);
+}
+
+#[test]
+fn chunks_cover_every_line_once() {
+    let text: String = (1..=300).map(|i| format!("line {i}\n")).collect();
+    let chunks = chunk_lines(&text);
+    assert!(chunks.len() > 1);
+    let mut next = 1;
+    for c in &chunks {
+        assert_eq!(c.start_line, next);
+        assert!(c.end_line >= c.start_line);
+        next = c.end_line + 1;
+    }
+    assert_eq!(next, 301);
+}
+
+#[test]
+fn cairn_index_and_search_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    docs(&root);
+    let idx = dir.path().join("idx.sqlite");
+    cairn(dir.path())
+        .args(["index", "--index"])
+        .arg(&idx)
+        .arg(&root)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("3 files").and(predicate::str::contains("1 skipped")));
+    cairn(dir.path())
+        .args(["search", "--index"])
+        .arg(&idx)
+        .args(["deploy", "\"script"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("deploy.md:5\n  The deploy script"));
+    cairn(dir.path())
+        .args(["search", "--index"])
+        .arg(&idx)
+        .arg("xylophone")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no results"));
+    // The search tool is there once the index exists.
+    cairn(dir.path())
+        .args([
+            "tools",
+            "call",
+            "search",
+            r#"{"query": "eggs", "top_k": 1}"#,
+            "--index",
+        ])
+        .arg(&idx)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("recipes.txt:"));
+    cairn(dir.path())
+        .args(["index", "--index"])
+        .arg(&idx)
+        .arg(dir.path().join("missing"))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("missing").and(predicate::str::contains("does not exist")),
+        );
+    cairn(dir.path())
+        .args(["search", "--index"])
+        .arg(dir.path().join("none.sqlite"))
+        .arg("x")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cairn index"));
+}
+
+#[test]
+fn the_default_index_lives_in_cairn_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    docs(&root);
+    cairn(dir.path()).arg("index").arg(&root).assert().success();
+    assert!(dir.path().join("index.sqlite").is_file());
+    cairn(dir.path())
+        .args(["search", "omelette"])
+        .assert()
+        .success();
+}
