@@ -7,6 +7,9 @@
 //!   `cli/commands/`, and the step that turns flags into a validated [`config::Config`].
 //! - [`config`]: every setting with its default, its `CAIRN_*` variable and its doc, in one
 //!   registry.
+//! - [`constrain`]: constrained decoding with llguidance: the token trie built from the
+//!   model's tokenizer, a [`constrain::Constraint`] from a JSON Schema or a Lark grammar, and
+//!   the agent's step schema.
 //! - [`model`]: GGUF loading, the tokenizer and chat template read from the GGUF, the
 //!   architectures (`llama`, `qwen2`), the KV cache with prefix reuse ([`model::Session`]),
 //!   sampling, generation, the `bench` measurements, and finding/fetching model files.
@@ -23,6 +26,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod constrain;
 pub mod index;
 pub mod memory;
 pub mod model;

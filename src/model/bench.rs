@@ -1,17 +1,22 @@
 //! Throughput measurements behind `cairn bench`, made the way llama-bench makes them:
 //! prefill tokens/s for a P-token prompt from an empty cache, decode tokens/s for N tokens
 //! generated one at a time from an empty cache, after a warm-up run, repeated R times and
-//! reported as median and min–max. Also time-to-first-token for a short chat prompt.
+//! reported as median and min–max. Also time-to-first-token for a short chat prompt, and
+//! constrained decoding: decode tokens/s free and under the agent-step schema on the same
+//! chat prompt, the time llguidance takes per mask (mean, p99), and the share of tokens the
+//! grammar forced (fed without sampling).
 
 use std::time::Instant;
 
 use serde::Serialize;
 
 use super::arch::logits_to_vec;
-use super::gguf::Result;
+use super::generate::{generate_constrained, GenerateError, GenerateOptions};
 use super::sampling::{argmax, Rng};
 use super::template::Message;
 use super::LoadedModel;
+use crate::constrain::agent_step::BUILTIN_STEP_SCHEMA;
+use crate::constrain::{ConstraintCompiler, ConstraintSpec};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -22,6 +27,8 @@ pub struct BenchOptions {
     pub gen_tokens: usize,
     /// Timed repetitions of each measurement.
     pub repetitions: usize,
+    /// Also measure constrained decoding under the agent-step schema.
+    pub constrained: bool,
 }
 
 impl Default for BenchOptions {
@@ -30,6 +37,7 @@ impl Default for BenchOptions {
             prompt_tokens: 512,
             gen_tokens: 128,
             repetitions: 3,
+            constrained: true,
         }
     }
 }
@@ -95,6 +103,151 @@ pub struct BenchReport {
     pub weight_bytes: usize,
     /// Tensors re-quantized to Q8_0 at load.
     pub requantized_tensors: usize,
+    /// Constrained vs free decoding, when measured.
+    pub constrained: Option<ConstrainedReport>,
+}
+
+/// Free vs constrained decoding of the same chat prompt (greedy, up to `gen_tokens`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ConstrainedReport {
+    /// What constrained it.
+    pub schema: String,
+    /// Prompt tokens (system message with the tools, one user question).
+    pub prompt_tokens: usize,
+    /// Free decode throughput, tokens/s.
+    pub free_tok_s: Stat,
+    /// Constrained decode throughput, tokens/s (sampled and forced tokens alike).
+    pub constrained_tok_s: Stat,
+    /// Tokens per constrained run (median).
+    pub constrained_tokens: f64,
+    /// Share of constrained tokens forced by the grammar.
+    pub forced_share: f64,
+    /// Mask computation per sampled token, microseconds: mean.
+    pub mask_us_mean: f64,
+    /// Mask computation per sampled token, microseconds: 99th percentile.
+    pub mask_us_p99: f64,
+    /// Forced-token computation per sampled token, microseconds: mean.
+    pub forced_us_mean: f64,
+    /// (mask + forced-token time) / (time of one free decode step), mean per sampled token.
+    pub overhead_share: f64,
+    /// Building the token trie and llguidance's tables for this vocabulary, milliseconds.
+    pub trie_ms: f64,
+}
+
+/// The agent-step prompt measured: the built-in tools described, one question.
+const STEP_SYSTEM: &str = "You are an agent. Reply with one JSON step: a short thought, the \
+action and its args. Actions: sql runs one read-only SQLite SELECT on the user's database; \
+calculator evaluates an arithmetic expression; search finds passages in the user's own \
+documents; final_answer gives the answer to the user.";
+
+fn constrained_vs_free(
+    lm: &LoadedModel,
+    opts: &BenchOptions,
+    reps: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<ConstrainedReport, GenerateError> {
+    let t = Instant::now();
+    let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
+    let trie_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let spec = ConstraintSpec::schema_str(BUILTIN_STEP_SCHEMA, "agent_step.schema.json")?;
+    let chat = lm.template.render(
+        &[
+            Message::system(STEP_SYSTEM),
+            Message::user("What is 17 * 23?"),
+        ],
+        true,
+    )?;
+    let ids = lm.tokenizer.encode(&chat)?;
+    let gen = GenerateOptions {
+        max_tokens: opts.gen_tokens.max(1),
+        ..GenerateOptions::default()
+    };
+    let mut session = lm.session();
+    let (mut free, mut constrained, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut masks, mut forced_times) = (Vec::new(), Vec::new());
+    let (mut forced, mut total) = (0, 0);
+    // One untimed run of each warms the caches.
+    for r in 0..=reps {
+        progress(&format!("free vs constrained decode ({r}/{reps})"));
+        session.clear();
+        let g = generate_constrained(&mut session, &lm.tokenizer, &ids, &gen, None, &mut |_| {
+            Ok(())
+        })?;
+        let mut constraint = compiler.compile(&spec, "agent_step.schema.json")?;
+        session.clear();
+        let c = generate_constrained(
+            &mut session,
+            &lm.tokenizer,
+            &ids,
+            &gen,
+            Some(&mut constraint),
+            &mut |_| Ok(()),
+        )?;
+        if r == 0 {
+            continue;
+        }
+        free.push(g.decode_tokens_per_second());
+        constrained.push(c.decode_tokens_per_second());
+        lengths.push(c.tokens.len() as f64);
+        forced += c.forced_tokens;
+        total += c.tokens.len();
+        masks.extend(
+            constraint
+                .mask_times()
+                .iter()
+                .map(|d| d.as_secs_f64() * 1e6),
+        );
+        forced_times.extend(
+            constraint
+                .forced_times()
+                .iter()
+                .map(|d| d.as_secs_f64() * 1e6),
+        );
+    }
+    let free_tok_s = Stat::of(&free);
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let step_us = if free_tok_s.median > 0.0 {
+        1e6 / free_tok_s.median
+    } else {
+        0.0
+    };
+    Ok(ConstrainedReport {
+        schema: "grammars/agent_step.schema.json".into(),
+        prompt_tokens: ids.len(),
+        free_tok_s,
+        constrained_tok_s: Stat::of(&constrained),
+        constrained_tokens: Stat::of(&lengths).median,
+        forced_share: if total == 0 {
+            0.0
+        } else {
+            forced as f64 / total as f64
+        },
+        mask_us_mean: mean(&masks),
+        mask_us_p99: percentile(&masks, 0.99),
+        forced_us_mean: mean(&forced_times),
+        overhead_share: if step_us > 0.0 {
+            (mean(&masks) + mean(&forced_times)) / step_us
+        } else {
+            0.0
+        },
+        trie_ms,
+    })
+}
+
+/// The value below which a share `q` of the samples fall (nearest rank).
+fn percentile(samples: &[f64], q: f64) -> f64 {
+    let mut s = samples.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    match s.len() {
+        0 => 0.0,
+        n => s[((q * n as f64).ceil() as usize).clamp(1, n) - 1],
+    }
 }
 
 /// Runs the measurements.
@@ -103,7 +256,7 @@ pub fn run(
     threads: usize,
     opts: &BenchOptions,
     progress: &mut dyn FnMut(&str),
-) -> Result<BenchReport> {
+) -> Result<BenchReport, GenerateError> {
     let cfg = &lm.model.config;
     let vocab = cfg.vocab.min(lm.tokenizer.vocab_size()).max(1);
     let mut rng = Rng::new(1234);
@@ -168,6 +321,12 @@ pub fn run(
         ttft.push(t.elapsed().as_secs_f64() * 1000.0);
     }
 
+    let constrained = if opts.constrained {
+        Some(constrained_vs_free(lm, opts, reps, progress)?)
+    } else {
+        None
+    };
+
     Ok(BenchReport {
         model: lm.path.display().to_string(),
         arch: cfg.arch.clone(),
@@ -182,5 +341,6 @@ pub fn run(
         load_ms: lm.load_time.as_secs_f64() * 1000.0,
         weight_bytes: lm.model.report.weight_bytes,
         requantized_tensors: lm.model.report.requantized,
+        constrained,
     })
 }

@@ -1,5 +1,11 @@
-//! The decode loop: feed the prompt, then sample, stream and feed one token at a time until
-//! an end-of-generation token, `max_tokens`, or the end of the context.
+//! The decode loop: feed the prompt, then mask, sample, stream and feed tokens until an
+//! end-of-generation token, `max_tokens`, or the end of the context.
+//!
+//! Under a [`Constraint`] each step is: mask the logits to the tokens the grammar allows,
+//! sample one, let the grammar consume it, then take the tokens the grammar now forces
+//! (fast-forward) and feed the sampled token and the forced ones to the model in one batched
+//! forward. [`Generation`] counts sampled and forced tokens and says when the limit cut a
+//! constrained value short (`incomplete`).
 
 use std::time::{Duration, Instant};
 
@@ -7,7 +13,8 @@ use super::arch::logits_to_vec;
 use super::gguf::{ModelError, Result};
 use super::sampling::{Sampler, SamplingParams};
 use super::session::Session;
-use super::tokenizer::Tokenizer;
+use super::tokenizer::{StreamDecoder, Tokenizer};
+use crate::constrain::{Constraint, ConstraintError};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -37,6 +44,8 @@ pub enum StopReason {
     MaxTokens,
     /// The context window is full.
     Context,
+    /// The constraint's grammar is complete and allows nothing but the end of the turn.
+    Complete,
 }
 
 impl std::fmt::Display for StopReason {
@@ -45,6 +54,7 @@ impl std::fmt::Display for StopReason {
             StopReason::Eos => "eos",
             StopReason::MaxTokens => "max_tokens",
             StopReason::Context => "context",
+            StopReason::Complete => "complete",
         })
     }
 }
@@ -66,17 +76,51 @@ pub struct Generation {
     pub time_to_first_token: Duration,
     /// Time spent generating after the first token.
     pub decode_time: Duration,
+    /// Tokens chosen by the sampler.
+    pub sampled_tokens: usize,
+    /// Tokens forced by the constraint and fed without sampling (0 when unconstrained).
+    pub forced_tokens: usize,
+    /// Of those, the ones forced before the first sampled token and fed with the prompt.
+    pub lead_tokens: usize,
+    /// Whether a constraint was in force.
+    pub constrained: bool,
+    /// A constraint was in force and the output is not a complete sentence of its grammar:
+    /// `max_tokens` or the context cut it short, so it is not valid output of the schema.
+    pub incomplete: bool,
 }
 
 impl Generation {
     /// Generated tokens per second after the first token.
     pub fn decode_tokens_per_second(&self) -> f64 {
-        let n = self.tokens.len().saturating_sub(1);
+        let n = self.tokens.len().saturating_sub(self.lead_tokens + 1);
         if n == 0 || self.decode_time.is_zero() {
             0.0
         } else {
             n as f64 / self.decode_time.as_secs_f64()
         }
+    }
+}
+
+/// Why a generation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// The model runtime failed (context overflow, a tensor error, a closed stdout).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The constraint failed while decoding.
+    #[error(transparent)]
+    Constraint(#[from] ConstraintError),
+}
+
+impl From<super::tokenizer::TokenizerError> for GenerateError {
+    fn from(e: super::tokenizer::TokenizerError) -> Self {
+        GenerateError::Model(e.into())
+    }
+}
+
+impl From<super::template::TemplateError> for GenerateError {
+    fn from(e: super::template::TemplateError) -> Self {
+        GenerateError::Model(e.into())
     }
 }
 
@@ -89,28 +133,72 @@ pub fn generate(
     opts: &GenerateOptions,
     on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
 ) -> Result<Generation> {
+    generate_constrained(session, tokenizer, prompt, opts, None, on_text).map_err(|e| match e {
+        GenerateError::Model(e) => e,
+        // Without a constraint there is nothing that could raise one.
+        GenerateError::Constraint(e) => ModelError::Candle(candle_core::Error::Msg(e.to_string())),
+    })
+}
+
+/// Like [`generate`], with every token allowed by `constraint` when one is given.
+pub fn generate_constrained(
+    session: &mut Session,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    opts: &GenerateOptions,
+    mut constraint: Option<&mut Constraint>,
+    on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
+) -> std::result::Result<Generation, GenerateError> {
     let start = Instant::now();
     let context = session.context_len();
     if prompt.len() > context {
         return Err(ModelError::ContextOverflow {
             tokens: prompt.len(),
             context,
-        });
+        }
+        .into());
     }
     let mut sampler = Sampler::new(&opts.sampling);
     let eos = tokenizer.eos_ids();
-    let mut decoder = tokenizer.stream_decoder();
-    let mut logits = session.feed(prompt)?;
+    let mut out = Output {
+        tokens: Vec::new(),
+        text: String::new(),
+        decoder: tokenizer.stream_decoder(),
+    };
+    // What the grammar forces before the first sampled token (`{"thought":"`) rides along
+    // with the prompt.
+    let budget = opts.max_tokens.min(context - prompt.len());
+    let lead = match constraint.as_deref_mut() {
+        Some(c) => c.forced_tokens(budget)?,
+        None => Vec::new(),
+    };
+    let mut logits = session.feed(&[prompt, &lead[..]].concat())?;
     let reused = session.last_feed().reused;
-    let mut out = Vec::new();
-    let mut text = String::new();
+    out.push(&lead, on_text)?;
+    let mut forced = lead.len();
+    let mut sampled = 0;
+    // Tokens generated but not yet run through the model: run them only if we go on.
+    let mut pending: Vec<u32> = Vec::new();
     let mut ttft = None;
     let mut decode_start = Instant::now();
     let stop = loop {
-        if out.len() >= opts.max_tokens {
+        if constraint.as_deref().is_some_and(Constraint::is_finished) {
+            break StopReason::Complete;
+        }
+        if out.tokens.len() >= opts.max_tokens {
             break StopReason::MaxTokens;
         }
-        let token = sampler.sample(&logits_to_vec(&logits)?);
+        if session.tokens().len() + pending.len() > context {
+            break StopReason::Context;
+        }
+        if !pending.is_empty() {
+            logits = session.append(&pending)?;
+        }
+        let mut scores = logits_to_vec(&logits)?;
+        if let Some(c) = constraint.as_deref_mut() {
+            c.mask_logits(&mut scores)?;
+        }
+        let token = sampler.sample(&scores);
         if ttft.is_none() {
             ttft = Some(start.elapsed());
             decode_start = Instant::now();
@@ -118,31 +206,63 @@ pub fn generate(
         if eos.contains(&token) {
             break StopReason::Eos;
         }
-        out.push(token);
-        if let Some(piece) = decoder.push(token)? {
-            text.push_str(&piece);
-            on_text(&piece).map_err(ModelError::Output)?;
+        sampled += 1;
+        pending = vec![token];
+        if let Some(c) = constraint.as_deref_mut() {
+            c.consume(token)?;
+            let room = (opts.max_tokens - out.tokens.len() - 1)
+                .min(context.saturating_sub(session.tokens().len() + 1));
+            pending.extend(c.forced_tokens(room)?);
         }
-        if out.len() >= opts.max_tokens {
-            break StopReason::MaxTokens;
-        }
-        if session.tokens().len() >= context {
-            break StopReason::Context;
-        }
-        logits = session.append(&[token])?;
+        forced += pending.len() - 1;
+        out.push(&pending, on_text)?;
     };
     // Bytes of a character cut off by the stop still belong to the text.
-    if let Some(rest) = decoder.finish() {
-        text.push_str(&rest);
+    if let Some(rest) = out.decoder.finish() {
+        out.text.push_str(&rest);
         on_text(&rest).map_err(ModelError::Output)?;
     }
+    let constrained = constraint.is_some();
+    let incomplete = match constraint {
+        Some(c) => stop != StopReason::Eos && !c.is_accepting(),
+        None => false,
+    };
     Ok(Generation {
-        text,
-        tokens: out,
+        text: out.text,
+        tokens: out.tokens,
         stop,
         prompt_tokens: prompt.len(),
         reused_tokens: reused,
         time_to_first_token: ttft.unwrap_or_else(|| start.elapsed()),
         decode_time: decode_start.elapsed(),
+        sampled_tokens: sampled,
+        forced_tokens: forced,
+        lead_tokens: lead.len(),
+        constrained,
+        incomplete,
     })
+}
+
+/// The generated tokens and text, streamed as they come.
+struct Output {
+    tokens: Vec<u32>,
+    text: String,
+    decoder: StreamDecoder,
+}
+
+impl Output {
+    fn push(
+        &mut self,
+        tokens: &[u32],
+        on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
+    ) -> Result<()> {
+        for &token in tokens {
+            self.tokens.push(token);
+            if let Some(piece) = self.decoder.push(token)? {
+                self.text.push_str(&piece);
+                on_text(&piece).map_err(ModelError::Output)?;
+            }
+        }
+        Ok(())
+    }
 }

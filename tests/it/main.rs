@@ -4,6 +4,7 @@
 mod calculator;
 mod cli;
 mod common;
+mod constrain;
 mod fetch;
 mod index;
 mod memory;

@@ -1,4 +1,5 @@
-//! `cairn bench`: prefill and decode tokens/s and time-to-first-token, like llama-bench.
+//! `cairn bench`: prefill and decode tokens/s and time-to-first-token, like llama-bench, and
+//! decoding under the agent-step schema against free decoding.
 
 use std::process::ExitCode;
 
@@ -19,6 +20,9 @@ pub struct BenchArgs {
     /// Timed repetitions of each measurement (after one warm-up).
     #[arg(short = 'r', long, default_value_t = 3, value_name = "R")]
     pub repetitions: usize,
+    /// Skip the constrained-decoding measurement (agent-step schema vs free decoding).
+    #[arg(long)]
+    pub no_constrained: bool,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -34,6 +38,7 @@ pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
         prompt_tokens: args.prompt_tokens,
         gen_tokens: args.gen_tokens,
         repetitions: args.repetitions,
+        constrained: !args.no_constrained,
     };
     let total = opts.prompt_tokens + 1;
     if total > lm.model.config.context || opts.gen_tokens > lm.model.config.context {
@@ -74,6 +79,28 @@ pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             s(&report.ttft_ms),
             report.ttft_prompt_tokens
         );
+        if let Some(c) = &report.constrained {
+            println!(
+                "free     {} tok/s   (chat prompt, {} tokens)",
+                s(&c.free_tok_s),
+                c.prompt_tokens
+            );
+            println!(
+                "schema   {} tok/s   ({}, {:.0} tokens, {:.0}% forced)",
+                s(&c.constrained_tok_s),
+                c.schema,
+                c.constrained_tokens,
+                c.forced_share * 100.0
+            );
+            println!(
+                "mask     {:>8.1} µs mean, {:.1} µs p99; fast-forward {:.1} µs; {:.2}% of a decode step; trie {:.0} ms",
+                c.mask_us_mean,
+                c.mask_us_p99,
+                c.forced_us_mean,
+                c.overhead_share * 100.0,
+                c.trie_ms
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

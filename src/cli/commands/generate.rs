@@ -1,5 +1,7 @@
 //! `cairn generate PROMPT`: raw generation streamed to stdout, optionally wrapped in the
-//! model's chat template (`--chat`).
+//! model's chat template (`--chat`), optionally constrained by a JSON Schema (`--schema`) or a
+//! Lark grammar (`--grammar`). A bad schema or grammar exits 2 before decoding; constrained
+//! output cut short by `--max-tokens` exits 1 and says so.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,7 +10,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::config::{Config, Verbosity};
-use crate::model::generate::{generate, GenerateOptions, Generation};
+use crate::constrain::{Constraint, ConstraintCompiler, ConstraintSpec};
+use crate::model::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
 use crate::model::sampling::SamplingParams;
 use crate::model::template::Message;
 use crate::model::LoadedModel;
@@ -70,6 +73,12 @@ pub struct GenerateArgs {
     /// Print a JSON object (text, tokens, stop reason, timings) instead of streaming text.
     #[arg(long)]
     pub json: bool,
+    /// Decode under this JSON Schema: the output is JSON valid against it.
+    #[arg(long, value_name = "FILE", conflicts_with = "grammar")]
+    pub schema: Option<PathBuf>,
+    /// Decode under this grammar in llguidance's Lark syntax (see grammars/).
+    #[arg(long, value_name = "FILE")]
+    pub grammar: Option<PathBuf>,
     /// Sampling.
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -78,7 +87,20 @@ pub struct GenerateArgs {
 /// Runs `cairn generate`.
 pub fn run(config: &Config, args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let opts = args.sampling.options()?;
+    // Read and parse the file before the (slow) model load, so a typo fails fast.
+    let spec = match (&args.schema, &args.grammar) {
+        (Some(p), _) => Some((ConstraintSpec::schema_file(p)?, p)),
+        (None, Some(p)) => Some((ConstraintSpec::grammar_file(p)?, p)),
+        (None, None) => None,
+    };
     let lm = super::load_model(config, args.sampling.tokenizer.as_deref())?;
+    let mut constraint = match &spec {
+        Some((spec, path)) => {
+            let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
+            Some(compiler.compile(spec, &path.display().to_string())?)
+        }
+        None => None,
+    };
     let prompt = if args.chat || args.system.is_some() {
         let mut messages = Vec::new();
         if let Some(s) = &args.system {
@@ -89,9 +111,19 @@ pub fn run(config: &Config, args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.prompt.clone()
     };
-    let g = stream(config, &lm, &prompt, &opts, !args.json)?;
+    let g = stream_constrained(config, &lm, &prompt, &opts, constraint.as_mut(), !args.json)?;
     if args.json {
         println!("{}", serde_json::to_string(&g)?);
+    }
+    if g.incomplete {
+        if config.verbosity >= Verbosity::Normal {
+            eprintln!(
+                "error: stopped ({}) inside the constrained output after {} tokens: it is incomplete and not valid; raise --max-tokens",
+                g.stop,
+                g.tokens.len()
+            );
+        }
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -105,6 +137,18 @@ pub fn stream(
     opts: &GenerateOptions,
     echo: bool,
 ) -> anyhow::Result<Generation> {
+    stream_constrained(config, lm, prompt, opts, None, echo)
+}
+
+/// Like [`stream`], with every token allowed by `constraint` when one is given.
+pub fn stream_constrained(
+    config: &Config,
+    lm: &LoadedModel,
+    prompt: &str,
+    opts: &GenerateOptions,
+    constraint: Option<&mut Constraint>,
+    echo: bool,
+) -> anyhow::Result<Generation> {
     let ids = lm.tokenizer.encode(prompt)?;
     if ids.is_empty() {
         anyhow::bail!("the prompt is empty: give some text to continue");
@@ -112,26 +156,36 @@ pub fn stream(
     let mut session = lm.session();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let g = generate(&mut session, &lm.tokenizer, &ids, opts, &mut |piece| {
-        if echo {
-            out.write_all(piece.as_bytes())?;
-            out.flush()?;
-        }
-        Ok(())
-    })?;
+    let g = generate_constrained(
+        &mut session,
+        &lm.tokenizer,
+        &ids,
+        opts,
+        constraint,
+        &mut |piece| {
+            if echo {
+                out.write_all(piece.as_bytes())?;
+                out.flush()?;
+            }
+            Ok(())
+        },
+    )?;
     if echo {
         writeln!(out)?;
     }
     if config.verbosity >= Verbosity::Verbose {
         eprintln!(
-            "prompt {} tokens, generated {} ({}), first token {:.0} ms, decode {:.1} tok/s",
+            "prompt {} tokens, generated {} ({} sampled, {} forced; {}), first token {:.0} ms, decode {:.1} tok/s",
             g.prompt_tokens,
             g.tokens.len(),
+            g.sampled_tokens,
+            g.forced_tokens,
             g.stop,
             g.time_to_first_token.as_secs_f64() * 1000.0,
             g.decode_tokens_per_second()
         );
-    } else if g.stop == crate::model::generate::StopReason::MaxTokens
+    } else if g.stop == StopReason::MaxTokens
+        && !g.incomplete
         && config.verbosity >= Verbosity::Normal
         && echo
     {
