@@ -237,7 +237,8 @@ const Q8_0_BLOCK: usize = 34;
 
 /// Re-encodes a Q5_0 tensor as Q8_0 without loss: both store `scale × q` per 32 values with the
 /// same f16 scale, and Q5_0's `q` in -16..=15 fits an i8. Measured on the default preset this
-/// takes load from 3.8 s (dequantize, then quantize again with new rounding) to under 1 s.
+/// took load from 3.8 s (dequantize, then quantize again with new rounding) to 1.5 s
+/// (BENCHMARKS.md, "Load time").
 fn q5_0_to_q8_0(t: &QTensor, device: &Device) -> Result<QTensor> {
     let src = t.data()?;
     if src.len() % Q5_0_BLOCK != 0 {
