@@ -3,6 +3,9 @@
 //!
 //! The crate is laid out by job (see `design.md` in the project's shared notes):
 //!
+//! - [`agent`]: the loop (think → act → observe under the live step schema), prompt building
+//!   within the token budget, retries, circuit breaker, dead-loop detection, stop reasons,
+//!   memory wiring, and trace events.
 //! - [`cli`]: clap argument structs that mirror the flags, one file per subcommand under
 //!   `cli/commands/`, and the step that turns flags into a validated [`config::Config`].
 //! - [`config`]: every setting with its default, its `CAIRN_*` variable and its doc, in one
@@ -24,6 +27,7 @@
 //! The binary (`src/main.rs`) only parses the command line and dispatches to
 //! [`cli::commands`].
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod constrain;

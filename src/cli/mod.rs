@@ -71,8 +71,10 @@ pub struct GlobalArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run one task and print the answer.
+    /// Run one task through the agent loop and print the answer.
     Run(commands::run::RunArgs),
+    /// Talk to the agent: one task per line, multi-turn, resumable (`--session S`).
+    Chat(commands::chat::ChatArgs),
     /// Raw generation from a prompt, streamed to stdout.
     Generate(commands::generate::GenerateArgs),
     /// Prefill and decode throughput, like llama-bench.
@@ -168,10 +170,12 @@ impl GlobalArgs {
 /// Runs the parsed command line and maps the outcome to an exit code. Errors are printed with
 /// their whole chain; a closed stdout (e.g. `| head`) ends quietly.
 pub fn run(cli: Cli) -> ExitCode {
+    let index_given = commands::run::index_given(cli.global.index.as_deref());
     let result = cli.global.to_config().and_then(|config| {
         init_threads(config.threads);
         match cli.command {
-            Command::Run(args) => commands::run::run(&config, &args),
+            Command::Run(args) => commands::run::run(&config, &args, index_given),
+            Command::Chat(args) => commands::chat::run(&config, &args, index_given),
             Command::Generate(args) => commands::generate::run(&config, &args),
             Command::Bench(args) => commands::bench::run(&config, &args),
             Command::Model { command } => commands::model::run(&config, &command),

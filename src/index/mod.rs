@@ -313,6 +313,21 @@ impl Index {
         Ok(report)
     }
 
+    /// The paths of up to `limit` indexed files, sorted, and how many files there are.
+    pub fn file_paths(&self, limit: usize) -> Result<(Vec<String>, usize), IndexError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path FROM files ORDER BY path LIMIT ?1")
+            .map_err(self.sq())?;
+        let paths = stmt
+            .query_map([limit as i64], |r| r.get::<_, String>(0))
+            .map_err(self.sq())?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(self.sq())?;
+        let (files, _) = self.counts()?;
+        Ok((paths, files))
+    }
+
     /// How many files and chunks the index holds.
     pub fn counts(&self) -> Result<(usize, usize), IndexError> {
         let f: i64 = self

@@ -14,6 +14,9 @@ use crate::index::{Index, IndexError};
 /// How many results `search` returns when `top_k` is not given.
 pub const DEFAULT_TOP_K: usize = 5;
 
+/// How many file names the description of `search` lists.
+pub const MAX_LISTED_FILES: usize = 20;
+
 /// The arguments of `search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +47,32 @@ impl SearchTool {
             path: path.to_path_buf(),
             index: Mutex::new(None),
         }
+    }
+
+    /// The names of the indexed files (without their folders), at most
+    /// [`MAX_LISTED_FILES`], then how many more there are.
+    pub fn file_names(&self) -> Result<Vec<String>, ToolError> {
+        let mut guard = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Some(Index::open_read_only(&self.path).map_err(to_tool_error)?);
+        }
+        let Some(index) = guard.as_ref() else {
+            return Err(ToolError::fatal("the index could not be opened"));
+        };
+        let (paths, total) = index.file_paths(MAX_LISTED_FILES).map_err(to_tool_error)?;
+        let mut names: Vec<String> = paths
+            .iter()
+            .map(|p| {
+                Path::new(p)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| p.clone())
+            })
+            .collect();
+        if total > paths.len() {
+            names.push(format!("and {} more files", total - paths.len()));
+        }
+        Ok(names)
     }
 
     /// Runs one search and renders the hits.
@@ -100,10 +129,15 @@ impl Tool for SearchTool {
     }
 
     fn description(&self) -> String {
-        "Full-text search over the user's own documents and notes (files indexed with \
-         `cairn index`). Use it for questions about what the user's files say. Returns the \
-         best-matching passages, each headed by file:line."
-            .into()
+        let files = match self.file_names() {
+            Ok(names) if !names.is_empty() => format!(" ({})", names.join(", ")),
+            _ => String::new(),
+        };
+        format!(
+            "The user's own documents{files}. Use it for what these documents say: \
+             policies, rules, notes, descriptions. Full-text search; returns the best-matching \
+             passages, each headed by file:line."
+        )
     }
 
     fn args_schema(&self) -> Value {

@@ -446,9 +446,12 @@ impl Tool for SqlTool {
 
     fn description(&self) -> String {
         format!(
-            "Runs one read-only SQL query (SQLite) on the user's database and returns the rows \
-             as a table (at most {} rows). Use it for questions about the data in these tables:\n{}",
-            self.options.max_rows, self.schema
+            "The user's database (SQLite) with the tables {}. Use it for any question about \
+             these records (names, prices, amounts, counts, dates). Runs one read-only SQL query \
+             and returns the rows as a table (at most {} rows). The tables:\n{}",
+            self.tables.join(", "),
+            self.options.max_rows,
+            self.schema
         )
     }
 

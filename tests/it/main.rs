@@ -1,6 +1,8 @@
 //! cairn's integration tests: one binary, one module per area. Helpers shared by the modules
 //! (tiny GGUF writers, the preset fetch-once lock, CLI runners) live in `common`.
 
+mod agent;
+mod agent_e2e;
 mod calculator;
 mod cli;
 mod common;

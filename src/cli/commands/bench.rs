@@ -23,15 +23,66 @@ pub struct BenchArgs {
     /// Skip the constrained-decoding measurement (agent-step schema vs free decoding).
     #[arg(long)]
     pub no_constrained: bool,
+    /// Measure agent rounds instead: a fixed 6-round conversation decoded with the KV cache
+    /// carried from round to round, and with each prompt prefilled from scratch.
+    #[arg(long)]
+    pub agent: bool,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `cairn bench --agent`: round latency with and without prefix reuse.
+fn run_agent(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let lm = super::load_model(config, None)?;
+    let mut policy = crate::agent::ModelPolicy::new(lm, Default::default())?;
+    let show = config.verbosity >= Verbosity::Normal;
+    let r = crate::agent::bench::prefix_reuse(&mut policy, &mut |what| {
+        if show {
+            eprintln!("bench: {what}");
+        }
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "model    {}   threads {}",
+        policy.model().path.display(),
+        config.threads
+    );
+    println!("round  prompt  computed (reuse / none)  generated  ms with reuse  ms without");
+    for (w, o) in r.with_reuse.iter().zip(&r.without_reuse) {
+        println!(
+            "{:>5}  {:>6}  {:>8} / {:<12}  {:>9}  {:>13.0}  {:>10.0}",
+            w.round,
+            w.prompt_tokens,
+            w.computed_tokens,
+            o.computed_tokens,
+            w.generated_tokens,
+            w.ms,
+            o.ms
+        );
+    }
+    println!(
+        "mean round latency: {:.0} ms with reuse, {:.0} ms without: {:.2}x",
+        r.mean_ms_with_reuse, r.mean_ms_without_reuse, r.speedup
+    );
+    let n = &r.next_task_first_round;
+    println!(
+        "next task, round 1: {} of {} prompt tokens computed (system text and tools cached), {:.0} ms",
+        n.computed_tokens, n.prompt_tokens, n.ms
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `cairn bench`.
 pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.repetitions == 0 {
         anyhow::bail!("--repetitions must be at least 1");
+    }
+    if args.agent {
+        return run_agent(config, args);
     }
     let lm = super::load_model(config, None)?;
     let opts = BenchOptions {

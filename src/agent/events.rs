@@ -1,0 +1,358 @@
+//! What the loop reports as it runs: [`Event`]s, written one JSON object a line by
+//! [`TraceWriter`] (`--trace FILE`) and shown a line a round on stderr by
+//! [`ProgressPrinter`].
+
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One thing that happened, with the milliseconds since the task began.
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    /// Milliseconds since the task started.
+    pub t_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// The kinds of trace events.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A task began.
+    TaskStart {
+        /// The task text.
+        task: String,
+        /// The memory session, when memory is on.
+        session: Option<String>,
+        /// The tools the model may call.
+        tools: Vec<String>,
+        /// Long-term facts put in the prompt.
+        facts: usize,
+        /// Earlier turns of the session put in the prompt.
+        history_turns: usize,
+    },
+    /// A round's prompt was built.
+    Prompt {
+        /// The round.
+        round: usize,
+        /// Its length in tokens.
+        tokens: usize,
+        /// The most tokens it may have.
+        budget: usize,
+        /// The actions the step schema allows this round.
+        allowed: Vec<String>,
+    },
+    /// Something was cut from the prompt to fit the budget.
+    Trim {
+        /// The round.
+        round: usize,
+        /// Earlier rounds dropped (in total, for this round's prompt).
+        dropped_rounds: usize,
+        /// Characters cut from observations.
+        cut_chars: usize,
+        /// History (earlier turns, facts) left out.
+        dropped_context: bool,
+    },
+    /// A step was decoded.
+    Step {
+        /// The round.
+        round: usize,
+        /// The model's thought.
+        thought: String,
+        /// The action.
+        action: String,
+        /// Its arguments.
+        args: Value,
+        /// Prompt tokens, and how many of them came from the KV cache.
+        prompt_tokens: usize,
+        /// Prompt tokens reused from the KV cache.
+        reused_tokens: usize,
+        /// Tokens picked by sampling.
+        sampled_tokens: usize,
+        /// Tokens forced by the schema.
+        forced_tokens: usize,
+        /// Time to process the prompt and pick the first token.
+        prefill_ms: f64,
+        /// Time to decode the rest of the step.
+        decode_ms: f64,
+    },
+    /// A decoded step could not be used (cut off by the token limit, not parseable).
+    BadStep {
+        /// The round.
+        round: usize,
+        /// What was wrong.
+        error: String,
+        /// The text decoded.
+        text: String,
+    },
+    /// A transient error is being retried.
+    Retry {
+        /// The round.
+        round: usize,
+        /// The tool.
+        tool: String,
+        /// The attempt that failed (1 for the first).
+        attempt: usize,
+        /// The wait before the next attempt.
+        wait_ms: u64,
+        /// The error.
+        error: String,
+    },
+    /// A tool call ended.
+    ToolResult {
+        /// The round.
+        round: usize,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        args: Value,
+        /// Whether it returned an observation.
+        ok: bool,
+        /// The error class when it failed.
+        error_class: Option<String>,
+        /// The observation (or error) shown to the model.
+        observation: String,
+        /// Wall time of the call, retries included.
+        ms: f64,
+        /// Whether the observation came from the dead-loop cache.
+        cached: bool,
+    },
+    /// The same action with the same arguments came again.
+    DeadLoop {
+        /// The round.
+        round: usize,
+        /// The tool.
+        tool: String,
+        /// How many times it has now been chosen.
+        times: usize,
+    },
+    /// A tool failed too often in a row and left the schema.
+    CircuitOpen {
+        /// The round.
+        round: usize,
+        /// The tool.
+        tool: String,
+        /// Its consecutive failures.
+        failures: usize,
+    },
+    /// The model rated its own answer.
+    SelfCheck {
+        /// The round.
+        round: usize,
+        /// Its score, 0..1.
+        done: f64,
+        /// Whether the answer was accepted.
+        accepted: bool,
+    },
+    /// Something failed that did not stop the task (a memory write).
+    Warning {
+        /// What failed.
+        message: String,
+    },
+    /// The task stopped.
+    Stop {
+        /// Why.
+        reason: String,
+        /// Rounds decoded.
+        rounds: usize,
+        /// The answer.
+        answer: String,
+        /// The error, for stops without an answer.
+        error: Option<String>,
+        /// Wall time of the task.
+        latency_ms: u64,
+    },
+}
+
+/// Receives the events of a task as they happen.
+pub trait EventSink: Send {
+    /// Called once per event, in order.
+    fn event(&mut self, event: &Event);
+}
+
+/// Writes each event as one JSON line and flushes, so a trace survives a crash.
+pub struct TraceWriter {
+    out: Box<dyn Write + Send>,
+    /// The first write error; later events are dropped after it.
+    error: Option<std::io::Error>,
+}
+
+impl TraceWriter {
+    /// A trace into `out`.
+    pub fn new(out: Box<dyn Write + Send>) -> Self {
+        TraceWriter { out, error: None }
+    }
+
+    /// A trace appended to the file at `path` (created if missing).
+    pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(TraceWriter::new(Box::new(std::io::BufWriter::new(f))))
+    }
+
+    /// The first write error, if writing failed.
+    pub fn error(&self) -> Option<&std::io::Error> {
+        self.error.as_ref()
+    }
+}
+
+impl EventSink for TraceWriter {
+    fn event(&mut self, event: &Event) {
+        if self.error.is_some() {
+            return;
+        }
+        let line = serde_json::to_string(event).unwrap_or_default();
+        let r = writeln!(self.out, "{line}").and_then(|_| self.out.flush());
+        if let Err(e) = r {
+            eprintln!("warning: cannot write the trace: {e}; the rest of the trace is lost");
+            self.error = Some(e);
+        }
+    }
+}
+
+/// Prints one line per round on stderr: tool, arguments (short), outcome, time.
+#[derive(Debug, Default)]
+pub struct ProgressPrinter {
+    /// Also print thoughts, prompt sizes and retries.
+    pub verbose: bool,
+    step_ms: f64,
+}
+
+impl ProgressPrinter {
+    /// A printer; `verbose` adds thoughts, prompt sizes and retries.
+    pub fn new(verbose: bool) -> Self {
+        ProgressPrinter {
+            verbose,
+            step_ms: 0.0,
+        }
+    }
+}
+
+/// `text` on one line, at most `max` characters, with `…` when cut.
+pub fn short(text: &str, max: usize) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut s: String = one_line.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+impl EventSink for ProgressPrinter {
+    fn event(&mut self, event: &Event) {
+        let line = match &event.kind {
+            EventKind::TaskStart {
+                tools,
+                session,
+                facts,
+                history_turns,
+                ..
+            } if self.verbose => format!(
+                "task: tools {}; session {}; {facts} facts, {history_turns} earlier turns in the prompt",
+                tools.join(", "),
+                session.as_deref().unwrap_or("none")
+            ),
+            EventKind::Prompt {
+                round,
+                tokens,
+                allowed,
+                ..
+            } if self.verbose => format!(
+                "round {round}: prompt {tokens} tokens; allowed: {}",
+                allowed.join(", ")
+            ),
+            EventKind::Trim {
+                round,
+                dropped_rounds,
+                cut_chars,
+                dropped_context,
+            } => format!(
+                "round {round}: prompt trimmed to fit the context: {dropped_rounds} earlier rounds dropped, {cut_chars} characters of observations cut{}",
+                if *dropped_context { ", earlier turns and facts left out" } else { "" }
+            ),
+            EventKind::Step {
+                round,
+                thought,
+                prefill_ms,
+                decode_ms,
+                ..
+            } => {
+                self.step_ms = prefill_ms + decode_ms;
+                if self.verbose {
+                    format!("round {round}: thought: {}", short(thought, 160))
+                } else {
+                    return;
+                }
+            }
+            EventKind::BadStep { round, error, .. } => format!("round {round}: {error}"),
+            EventKind::Retry {
+                round,
+                tool,
+                attempt,
+                wait_ms,
+                error,
+            } => format!(
+                "round {round}: {tool} failed (attempt {attempt}): {}; retrying in {wait_ms} ms",
+                short(error, 100)
+            ),
+            EventKind::ToolResult {
+                round,
+                tool,
+                args,
+                ok,
+                observation,
+                ms,
+                cached,
+                ..
+            } => format!(
+                "round {round}: {tool} {} → {}{} ({:.1} s)",
+                short(&args.to_string(), 70),
+                if *ok { "ok: " } else { "" },
+                short(observation, 70),
+                (self.step_ms + ms) / 1000.0,
+            ) + if *cached { " [repeat: cached]" } else { "" },
+            EventKind::DeadLoop { round, tool, times } => {
+                format!("round {round}: {tool} chosen {times} times with the same arguments")
+            }
+            EventKind::CircuitOpen {
+                round,
+                tool,
+                failures,
+            } => format!("round {round}: {tool} failed {failures} times in a row: it is off for the rest of the task"),
+            EventKind::SelfCheck {
+                round,
+                done,
+                accepted,
+            } => format!(
+                "round {round}: self-check {done:.2}: {}",
+                if *accepted { "accepted" } else { "going on" }
+            ),
+            EventKind::Warning { message } => format!("warning: {message}"),
+            EventKind::Stop {
+                reason,
+                rounds,
+                error,
+                latency_ms,
+                ..
+            } => {
+                let mut s = format!(
+                    "stop: {reason} after {rounds} rounds, {:.1} s",
+                    *latency_ms as f64 / 1000.0
+                );
+                if let Some(e) = error {
+                    s.push_str(&format!(": {e}"));
+                }
+                s
+            }
+            _ => return,
+        };
+        eprintln!("{line}");
+    }
+}

@@ -1,0 +1,297 @@
+//! The agent loop: think → act → observe, one step per round, every step decoded under the
+//! action schema of the tools that are allowed *this* round.
+//!
+//! [`Agent::run_task`] runs one task to an [`AgentResult`] that always carries a
+//! [`StopReason`]. Each round it builds the prompt within the token budget ([`prompt`]),
+//! rebuilds the step schema from the live state (a tool whose circuit is open leaves it; on
+//! the last round, or after a dead loop, only `final_answer` remains), asks the [`Policy`] for
+//! one step, runs the tool through the [`ToolRegistry`] with retries and exponential backoff
+//! for transient faults, records the step in memory and feeds the observation back.
+//!
+//! The model is one [`Policy`] ([`ModelPolicy`]); [`ScriptedPolicy`] replays fixed steps and
+//! is the only stand-in for the model, used to test the loop's control logic. What happens is
+//! reported as [`Event`]s to the [`EventSink`]s the caller adds (`--trace FILE`, the progress
+//! lines on stderr).
+
+pub mod bench;
+mod events;
+mod policy;
+pub mod prompt;
+mod run;
+
+pub use events::{Event, EventKind, EventSink, ProgressPrinter, TraceWriter};
+pub use policy::{scripted_tokens, Decoded, ModelPolicy, Policy, ScriptedPolicy};
+pub use run::Agent;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// How the loop behaves; every limit the issue tracker and design.md name, with their defaults.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// The most rounds (decoded steps) of one task; the last one may only be `final_answer`.
+    pub max_rounds: usize,
+    /// Consecutive failed rounds (tool errors, cut-off steps) that stop the task.
+    pub max_failed_rounds: usize,
+    /// Consecutive failures of one tool that open its circuit (the tool leaves the schema).
+    pub circuit_threshold: usize,
+    /// Attempts of a call that fails with a transient error (1 = no retry).
+    pub retry_attempts: usize,
+    /// The wait before the first retry; it doubles on each further retry.
+    pub retry_base: Duration,
+    /// Wall-clock limit of the task, checked between rounds and before retries.
+    pub timeout: Option<Duration>,
+    /// Stops the task when an observation matches; the observation becomes the answer.
+    pub stop_when: Option<regex::Regex>,
+    /// The most tokens of one step; the prompt leaves this much room in the context.
+    pub max_step_tokens: usize,
+    /// Ask the model whether its answer completes the task, and go on when its score is
+    /// below this threshold (0..=1).
+    pub self_check: Option<f64>,
+    /// Token budget for the session's earlier turns in the prompt.
+    pub history_tokens: usize,
+    /// How many long-term facts go into the prompt.
+    pub facts: usize,
+    /// Per-hour decay of a fact's score.
+    pub memory_decay: f64,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            max_rounds: 8,
+            max_failed_rounds: 3,
+            circuit_threshold: 3,
+            retry_attempts: 3,
+            retry_base: Duration::from_millis(200),
+            timeout: None,
+            stop_when: None,
+            max_step_tokens: 320,
+            self_check: None,
+            history_tokens: 512,
+            facts: 5,
+            memory_decay: crate::memory::DEFAULT_DECAY,
+        }
+    }
+}
+
+impl AgentOptions {
+    /// Checks the values, naming the bad one and what would be valid.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_rounds == 0 {
+            return Err("--max-rounds must be at least 1".into());
+        }
+        if self.max_failed_rounds == 0 {
+            return Err("--max-failures must be at least 1".into());
+        }
+        if self.circuit_threshold == 0 {
+            return Err("--circuit-after must be at least 1".into());
+        }
+        if self.retry_attempts == 0 {
+            return Err("--retries must be at least 1 (1 = no retry)".into());
+        }
+        if self.max_step_tokens < 16 {
+            return Err(format!(
+                "--max-tokens is {}: a step needs at least 16 tokens",
+                self.max_step_tokens
+            ));
+        }
+        if let Some(t) = self.self_check {
+            if !(0.0..=1.0).contains(&t) {
+                return Err(format!(
+                    "--self-check threshold is {t}: it must be between 0 and 1"
+                ));
+            }
+        }
+        if !(self.memory_decay > 0.0 && self.memory_decay <= 1.0) {
+            return Err(format!(
+                "the memory decay is {}: it must be above 0 and at most 1",
+                self.memory_decay
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why a task stopped. Every [`AgentResult`] has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model gave its final answer.
+    FinalAnswer,
+    /// The round limit was reached; the last round was limited to `final_answer`, so there is
+    /// an answer.
+    MaxRounds,
+    /// An observation matched `--stop-when`; it is the answer.
+    StopWhen,
+    /// Too many consecutive failed rounds; `error` holds the last error.
+    Failures,
+    /// A tool failed in a way the model cannot fix (a missing database file).
+    Fatal,
+    /// The wall-clock limit passed.
+    Timeout,
+    /// The prompt cannot fit the context even after dropping old rounds and cutting
+    /// observations (for instance a task longer than the context).
+    Budget,
+    /// The model runtime failed.
+    Error,
+}
+
+impl StopReason {
+    /// The reason as written in results and traces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::FinalAnswer => "final_answer",
+            StopReason::MaxRounds => "max_rounds",
+            StopReason::StopWhen => "stop_when",
+            StopReason::Failures => "failures",
+            StopReason::Fatal => "fatal",
+            StopReason::Timeout => "timeout",
+            StopReason::Budget => "budget",
+            StopReason::Error => "error",
+        }
+    }
+
+    /// Whether the task ended with an answer (exit code 0).
+    pub fn answered(self) -> bool {
+        matches!(
+            self,
+            StopReason::FinalAnswer | StopReason::MaxRounds | StopReason::StopWhen
+        )
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One tool call of a task, as the batch output line lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCall {
+    /// The round it happened in.
+    pub round: usize,
+    /// The tool.
+    pub tool: String,
+    /// The arguments the model gave.
+    pub args: serde_json::Value,
+    /// Whether it returned an observation.
+    pub ok: bool,
+    /// The error text when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The error class when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_class: Option<crate::tools::ErrorClass>,
+    /// Whether the observation came from the dead-loop cache instead of a new call.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// Attempts made (more than 1 when a transient error was retried).
+    pub attempts: usize,
+}
+
+/// How a task ended: the answer, the stop reason and the metrics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentResult {
+    /// The answer for the user; empty when the task stopped without one.
+    pub answer: String,
+    /// Why the loop stopped.
+    pub stop_reason: StopReason,
+    /// Steps decoded.
+    pub rounds: usize,
+    /// Every tool call, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Prompt tokens over all rounds (reused ones included).
+    pub prompt_tokens: usize,
+    /// Of those, tokens found in the KV cache and not recomputed.
+    pub reused_tokens: usize,
+    /// Tokens generated over all rounds.
+    pub generated_tokens: usize,
+    /// Wall time of the task in milliseconds.
+    pub latency_ms: u64,
+    /// What went wrong, for stops without an answer (and the last error for `failures`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Times the same action with the same arguments came again.
+    pub dead_loops: usize,
+    /// Transient errors retried.
+    pub retries: usize,
+    /// Tools whose circuit opened during the task.
+    pub circuits_opened: Vec<String>,
+    /// Earlier rounds dropped from the prompt to fit the context.
+    pub dropped_rounds: usize,
+    /// The memory session the task ran in, when memory is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Problems that did not stop the task (a memory write that failed), said once each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Why an agent could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The options are not valid.
+    #[error("{0}")]
+    Options(String),
+    /// The step schema could not be compiled.
+    #[error(transparent)]
+    Constraint(#[from] crate::constrain::ConstraintError),
+    /// The model runtime failed.
+    #[error(transparent)]
+    Generate(#[from] crate::model::generate::GenerateError),
+    /// The memory file failed.
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
+    /// The scripted policy ran out of steps, or its script was not valid.
+    #[error("{0}")]
+    Script(String),
+}
+
+impl From<crate::model::gguf::ModelError> for AgentError {
+    fn from(e: crate::model::gguf::ModelError) -> Self {
+        AgentError::Generate(e.into())
+    }
+}
+
+impl From<crate::model::tokenizer::TokenizerError> for AgentError {
+    fn from(e: crate::model::tokenizer::TokenizerError) -> Self {
+        AgentError::Generate(e.into())
+    }
+}
+
+impl From<crate::model::template::TemplateError> for AgentError {
+    fn from(e: crate::model::template::TemplateError) -> Self {
+        AgentError::Generate(e.into())
+    }
+}
+
+/// The canonical text of a JSON value: object keys sorted at every level, no spaces. Two
+/// actions are the same for dead-loop detection when their canonical arguments are equal.
+pub fn canonical_json(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| {
+                    format!(
+                        "{}:{}",
+                        serde_json::to_string(k).unwrap_or_default(),
+                        canonical_json(&m[k])
+                    )
+                })
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical_json).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}

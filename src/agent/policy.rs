@@ -1,0 +1,333 @@
+//! Where steps come from: the [`Policy`] trait, the model behind it ([`ModelPolicy`]), and a
+//! scripted stand-in for testing the loop's control logic ([`ScriptedPolicy`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::AgentError;
+use crate::constrain::{Constraint, ConstraintCompiler, ConstraintSpec};
+use crate::model::generate::{generate_constrained, GenerateOptions};
+use crate::model::sampling::SamplingParams;
+use crate::model::session::Session;
+use crate::model::template::{Message, Role};
+use crate::model::LoadedModel;
+
+/// One output decoded under a schema, with what it cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decoded {
+    /// The text (JSON valid against the schema when `complete`).
+    pub text: String,
+    /// Whether the output is a whole value of the schema (false: the token limit cut it).
+    pub complete: bool,
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Of those, tokens reused from the KV cache.
+    pub reused_tokens: usize,
+    /// Tokens generated (sampled and forced).
+    pub generated_tokens: usize,
+    /// Tokens picked by sampling.
+    pub sampled_tokens: usize,
+    /// Tokens forced by the schema.
+    pub forced_tokens: usize,
+    /// Time to process the prompt and pick the first token, in ms.
+    pub prefill_ms: f64,
+    /// Time to decode the rest, in ms.
+    pub decode_ms: f64,
+}
+
+/// What decides the agent's next step.
+pub trait Policy {
+    /// The length in tokens of a prompt made of `messages` (with the generation prompt).
+    fn prompt_tokens(&mut self, messages: &[Message]) -> Result<usize, AgentError>;
+    /// The model's context length in tokens.
+    fn context(&self) -> usize;
+    /// Decodes one JSON value valid against `schema`, at most `max_tokens` long, as the
+    /// assistant's reply to `messages`.
+    fn decode(
+        &mut self,
+        messages: &[Message],
+        schema: &Value,
+        max_tokens: usize,
+    ) -> Result<Decoded, AgentError>;
+}
+
+/// The local model as the agent's policy: the conversation is kept as tokens in one model
+/// [`Session`], so a round only prefills what is new since the last (the system text and tools
+/// are computed once per process and reused by every task), and each step is decoded under
+/// its schema with fast-forward of forced tokens.
+pub struct ModelPolicy {
+    lm: LoadedModel,
+    session: Session,
+    compiler: ConstraintCompiler,
+    /// Compiled constraints by schema text; a fresh clone serves each decode.
+    constraints: HashMap<String, Constraint>,
+    /// Generated text → the ids that produced it, so a step is fed back exactly as decoded.
+    generated: HashMap<String, Vec<u32>>,
+    /// The last prompt encoded, to avoid encoding it twice (budget check, then decode).
+    last: Option<(Vec<Message>, Vec<u32>)>,
+    sampling: SamplingParams,
+    reuse: bool,
+}
+
+impl ModelPolicy {
+    /// A policy on `lm` that samples with `sampling` (greedy by default). Builds the token
+    /// trie of the constraint engine once (about half a second for a 150k vocabulary).
+    pub fn new(lm: LoadedModel, sampling: SamplingParams) -> Result<Self, AgentError> {
+        let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
+        let session = lm.session();
+        Ok(ModelPolicy {
+            lm,
+            session,
+            compiler,
+            constraints: HashMap::new(),
+            generated: HashMap::new(),
+            last: None,
+            sampling,
+            reuse: true,
+        })
+    }
+
+    /// Turns prefix reuse off (every round re-prefills its whole prompt): for measuring what
+    /// reuse saves.
+    pub fn with_prefix_reuse(mut self, reuse: bool) -> Self {
+        self.reuse = reuse;
+        self
+    }
+
+    /// Turns prefix reuse on or off for the following decodes.
+    pub fn set_prefix_reuse(&mut self, reuse: bool) {
+        self.reuse = reuse;
+    }
+
+    /// Empties the KV cache: the next decode prefills its whole prompt.
+    pub fn clear_cache(&mut self) {
+        self.session.clear();
+    }
+
+    /// The loaded model.
+    pub fn model(&self) -> &LoadedModel {
+        &self.lm
+    }
+
+    /// The prompt as token ids. Messages are rendered with the chat template one at a time and
+    /// each new piece is encoded on its own, so earlier messages always give the same ids; an
+    /// assistant message the model wrote keeps the exact ids it was decoded as. Both keep the
+    /// prompt a strict extension of what the KV cache holds. A template whose renderings are
+    /// not prefixes of each other is encoded whole.
+    fn encode(&mut self, messages: &[Message]) -> Result<Vec<u32>, AgentError> {
+        if let Some((m, ids)) = &self.last {
+            if m == messages {
+                return Ok(ids.clone());
+            }
+        }
+        let tok = &self.lm.tokenizer;
+        let mut ids = Vec::new();
+        if tok.add_bos() {
+            if let Some(b) = tok.bos_id() {
+                ids.push(b);
+            }
+        }
+        let mut prev = String::new();
+        let mut incremental = true;
+        for i in 0..messages.len() {
+            let text = self.lm.template.render(&messages[..=i], false)?;
+            let Some(piece) = text.strip_prefix(prev.as_str()) else {
+                incremental = false;
+                break;
+            };
+            let m = &messages[i];
+            let spliced = (m.role == Role::Assistant)
+                .then(|| self.generated.get(&m.content))
+                .flatten()
+                .and_then(|gen| {
+                    let at = piece.find(&m.content)?;
+                    Some((at, gen))
+                });
+            match spliced {
+                Some((at, gen)) => {
+                    ids.extend(tok.encode(&piece[..at])?);
+                    ids.extend_from_slice(gen);
+                    ids.extend(tok.encode(&piece[at + m.content.len()..])?);
+                }
+                None => ids.extend(tok.encode(piece)?),
+            }
+            prev = text;
+        }
+        let full = self.lm.template.render(messages, true)?;
+        match full.strip_prefix(prev.as_str()) {
+            Some(rest) if incremental => ids.extend(tok.encode(rest)?),
+            _ => {
+                ids.truncate(usize::from(tok.add_bos() && tok.bos_id().is_some()));
+                ids.extend(tok.encode(&full)?);
+            }
+        }
+        self.last = Some((messages.to_vec(), ids.clone()));
+        Ok(ids)
+    }
+
+    fn constraint(&mut self, schema: &Value) -> Result<Constraint, AgentError> {
+        let key = schema.to_string();
+        if let Some(c) = self.constraints.get(&key) {
+            return Ok(c.clone());
+        }
+        let c = self.compiler.compile(
+            &ConstraintSpec::JsonSchema(schema.clone()),
+            "agent step schema",
+        )?;
+        if self.constraints.len() >= 64 {
+            self.constraints.clear();
+        }
+        self.constraints.insert(key, c.clone());
+        Ok(c)
+    }
+}
+
+impl Policy for ModelPolicy {
+    fn prompt_tokens(&mut self, messages: &[Message]) -> Result<usize, AgentError> {
+        Ok(self.encode(messages)?.len())
+    }
+
+    fn context(&self) -> usize {
+        self.lm.model.config.context
+    }
+
+    fn decode(
+        &mut self,
+        messages: &[Message],
+        schema: &Value,
+        max_tokens: usize,
+    ) -> Result<Decoded, AgentError> {
+        let ids = self.encode(messages)?;
+        let mut constraint = self.constraint(schema)?;
+        if !self.reuse {
+            self.session.clear();
+        }
+        let opts = GenerateOptions {
+            max_tokens,
+            sampling: SamplingParams {
+                // A different seed each call, reproducible from the user's seed.
+                seed: self.sampling.seed.wrapping_add(self.generated.len() as u64),
+                ..self.sampling
+            },
+        };
+        let start = Instant::now();
+        let g = generate_constrained(
+            &mut self.session,
+            &self.lm.tokenizer,
+            &ids,
+            &opts,
+            Some(&mut constraint),
+            &mut |_| Ok(()),
+        )?;
+        let total_ms = start.elapsed().as_secs_f64() * 1000.0;
+        if self.generated.len() >= 4096 {
+            self.generated.clear();
+        }
+        self.generated.insert(g.text.clone(), g.tokens.clone());
+        let prefill_ms = g.time_to_first_token.as_secs_f64() * 1000.0;
+        Ok(Decoded {
+            complete: !g.incomplete,
+            prompt_tokens: ids.len(),
+            reused_tokens: g.reused_tokens,
+            generated_tokens: g.tokens.len(),
+            sampled_tokens: g.sampled_tokens,
+            forced_tokens: g.forced_tokens,
+            prefill_ms,
+            decode_ms: (total_ms - prefill_ms).max(0.0),
+            text: g.text,
+        })
+    }
+}
+
+/// A policy that returns fixed outputs in order, standing in for the model in tests of the
+/// loop's control logic (circuit breaker, dead loops, retries, budget, stop reasons). Each
+/// output must be valid against the schema the loop offers at that point: an output the
+/// schema forbids is an error, exactly as the model could never produce it. It counts prompt
+/// tokens as one per four characters of each message plus four, and its context is set by
+/// the test.
+#[derive(Debug, Clone)]
+pub struct ScriptedPolicy {
+    steps: VecDeque<Value>,
+    context: usize,
+    /// Every prompt it was asked to decode from, in order.
+    pub prompts: Vec<Vec<Message>>,
+    /// Every schema it was given, in order.
+    pub schemas: Vec<Value>,
+}
+
+impl ScriptedPolicy {
+    /// A policy that answers with `steps` in order, with a context of `context` tokens.
+    pub fn new(steps: Vec<Value>, context: usize) -> Self {
+        ScriptedPolicy {
+            steps: steps.into(),
+            context,
+            prompts: Vec::new(),
+            schemas: Vec::new(),
+        }
+    }
+
+    /// Steps not used yet.
+    pub fn remaining(&self) -> usize {
+        self.steps.len()
+    }
+}
+
+/// The scripted policy's token count: a quarter of the characters, plus four per message.
+pub fn scripted_tokens(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .map(|m| m.content.chars().count().div_ceil(4) + 4)
+        .sum()
+}
+
+impl Policy for ScriptedPolicy {
+    fn prompt_tokens(&mut self, messages: &[Message]) -> Result<usize, AgentError> {
+        Ok(scripted_tokens(messages))
+    }
+
+    fn context(&self) -> usize {
+        self.context
+    }
+
+    fn decode(
+        &mut self,
+        messages: &[Message],
+        schema: &Value,
+        max_tokens: usize,
+    ) -> Result<Decoded, AgentError> {
+        self.prompts.push(messages.to_vec());
+        self.schemas.push(schema.clone());
+        let step = self.steps.pop_front().ok_or_else(|| {
+            AgentError::Script(format!(
+                "the script has no step left for prompt {}",
+                self.prompts.len()
+            ))
+        })?;
+        if let Err(errors) = crate::tools::schema::validate(schema, &step) {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            return Err(AgentError::Script(format!(
+                "scripted step {} is not allowed by the schema offered: {}",
+                self.prompts.len(),
+                list.join("; ")
+            )));
+        }
+        let text = step.to_string();
+        let generated = text.len().div_ceil(4);
+        let complete = generated <= max_tokens;
+        let text = if complete {
+            text
+        } else {
+            text.chars().take(max_tokens * 4).collect()
+        };
+        Ok(Decoded {
+            complete,
+            prompt_tokens: scripted_tokens(messages),
+            generated_tokens: generated.min(max_tokens),
+            sampled_tokens: generated.min(max_tokens),
+            text,
+            ..Decoded::default()
+        })
+    }
+}

@@ -1,0 +1,324 @@
+//! The agent's prompt: the system text with the tool descriptions (the same for every task of
+//! a process, so its KV cache is reused), the task message with remembered facts and the
+//! session's earlier turns, and the rounds so far, fitted to the token budget.
+//!
+//! Layout, as chat messages:
+//! 1. system: how to work, the step format, every tool with its arguments described from its
+//!    schema (no placeholder examples: design.md, "Prompt");
+//! 2. user: facts, earlier turns, then the task;
+//! 3. per round: assistant (the step JSON, exactly as decoded), then a tool message (the
+//!    observation).
+//!
+//! [`fit`] keeps the prompt within the budget: older rounds are dropped first, then the facts
+//! and earlier turns, then the observations kept are cut with a marker; the system text, tools
+//! and task are never cut. What was dropped is reported, never cut silently.
+
+use serde_json::Value;
+
+use super::{AgentError, Policy};
+use crate::constrain::agent_step::FINAL_ANSWER;
+use crate::model::template::Message;
+use crate::tools::ToolInfo;
+
+/// The system text: how to work, the step format and the tools.
+pub fn system_text(tools: &[ToolInfo]) -> String {
+    let mut s = String::from(
+        "You are cairn, an assistant that completes the user's task by calling tools, one step at a time.\n\
+         Each step is one JSON object: {\"thought\": ..., \"action\": ..., \"args\": {...}}.\n\
+         - thought: one short sentence on what to do next and why.\n\
+         - action: the name of one tool below, or final_answer.\n\
+         - args: that tool's arguments, as described below.\n\
+         After each step you are shown the tool's result. Base your answer on tool results, not on guesses: \
+         use the calculator for arithmetic, sql for the data in the user's database, search for what the user's documents say. \
+         If a tool returns an error, read it, fix the arguments and try again. \
+         As soon as the results answer the task, use final_answer and state the answer in full, with the numbers or names it needs.\n\n\
+         Tools:\n",
+    );
+    // The database first: the 0.5B model leans to `search` for anything that names a thing,
+    // and reads the list in order.
+    let mut ordered: Vec<&ToolInfo> = tools.iter().collect();
+    ordered.sort_by_key(|t| match t.name.as_str() {
+        "sql" => 0,
+        "calculator" => 1,
+        "search" => 2,
+        _ => 3,
+    });
+    for t in ordered {
+        s.push_str(&format!(
+            "\n## {}\n{}\nargs:\n{}",
+            t.name,
+            t.description.trim(),
+            describe_args(&t.args_schema)
+        ));
+    }
+    s.push_str(&format!(
+        "\n## {FINAL_ANSWER}\nEnds the task with the answer for the user.\nargs:\n- answer (string, required): the complete answer, in a sentence.\n"
+    ));
+    s
+}
+
+/// The arguments of a tool described in words from its JSON Schema: one line per property
+/// with its type, whether it is required, its description and its bounds.
+pub fn describe_args(schema: &Value) -> String {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = props.filter(|p| !p.is_empty()) else {
+        return "- (none: pass {})\n".into();
+    };
+    let mut out = String::new();
+    for (name, p) in props {
+        let ty = match p.get("type") {
+            Some(Value::String(t)) => t.clone(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" or "),
+            _ if p.get("enum").is_some() => "one of the listed values".into(),
+            _ => "any".into(),
+        };
+        let mut line = format!(
+            "- {name} ({ty}, {})",
+            if required.contains(&name.as_str()) {
+                "required"
+            } else {
+                "optional"
+            }
+        );
+        if let Some(d) = p.get("description").and_then(Value::as_str) {
+            line.push_str(": ");
+            line.push_str(d.trim());
+        }
+        let mut notes = Vec::new();
+        if let Some(e) = p.get("enum").and_then(Value::as_array) {
+            notes.push(format!(
+                "one of {}",
+                e.iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        for (k, word) in [("minimum", "at least"), ("maximum", "at most")] {
+            if let Some(v) = p.get(k) {
+                notes.push(format!("{word} {v}"));
+            }
+        }
+        if let Some(v) = p.get("default") {
+            notes.push(format!("default {v}"));
+        }
+        if !notes.is_empty() {
+            line.push_str(&format!(" ({})", notes.join("; ")));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// What the task message carries besides the task.
+#[derive(Debug, Clone, Default)]
+pub struct TaskContext {
+    /// Long-term facts relevant to the task.
+    pub facts: Vec<String>,
+    /// The session's earlier turns, oldest first: (task, answer).
+    pub history: Vec<(String, String)>,
+}
+
+/// The user message of a task: facts, earlier turns, the task, and a note when rounds were
+/// dropped.
+pub fn task_message(task: &str, ctx: Option<&TaskContext>, dropped_rounds: usize) -> Message {
+    let mut s = String::new();
+    if let Some(ctx) = ctx {
+        if !ctx.facts.is_empty() {
+            s.push_str("Facts remembered from earlier work:\n");
+            for f in &ctx.facts {
+                s.push_str(&format!("- {}\n", f.replace('\n', " ")));
+            }
+            s.push('\n');
+        }
+        if !ctx.history.is_empty() {
+            s.push_str("Earlier in this conversation:\n");
+            for (t, a) in &ctx.history {
+                s.push_str(&format!("Task: {t}\nAnswer: {a}\n"));
+            }
+            s.push('\n');
+        }
+    }
+    s.push_str("Task: ");
+    s.push_str(task.trim());
+    if dropped_rounds > 0 {
+        s.push_str(&format!(
+            "\n\n(The first {dropped_rounds} steps of this task were dropped to fit the context; their results are no longer shown.)"
+        ));
+    }
+    Message::user(s)
+}
+
+/// The tool message of a round: what the tool returned, and a reminder of what to do next.
+pub fn observation_text(tool: &str, observation: &str) -> String {
+    format!(
+        "Result of {tool}:\n{}\n\nIf this answers the task, give the final_answer now; otherwise take the next step.",
+        observation.trim_end()
+    )
+}
+
+/// The tool message of a failed call: the error, and what to do about it.
+pub fn error_text(tool: &str, error: &str) -> String {
+    format!(
+        "{tool} failed:\n{}\n\nFix the arguments and call it again, or use another tool.",
+        error.trim_end()
+    )
+}
+
+/// One round of the conversation: the step as decoded, and the observation shown for it.
+#[derive(Debug, Clone)]
+pub struct RoundText {
+    /// The step JSON exactly as decoded.
+    pub step: String,
+    /// The observation text.
+    pub observation: String,
+}
+
+/// The prompt of a round, and what had to go to fit it.
+#[derive(Debug, Clone)]
+pub struct Fitted {
+    /// The messages.
+    pub messages: Vec<Message>,
+    /// Its length in tokens.
+    pub tokens: usize,
+    /// Rounds dropped from the start.
+    pub dropped_rounds: usize,
+    /// Characters cut from observations.
+    pub cut_chars: usize,
+    /// Facts and earlier turns left out.
+    pub dropped_context: bool,
+}
+
+/// The marker that replaces the end of a cut observation.
+pub fn cut_marker(cut: usize, total: usize) -> String {
+    format!("\n[… cut {cut} of {total} characters to fit the context]")
+}
+
+/// A whole worked task, shown before the user's as earlier conversation when the calculator
+/// is among the tools: one tool call, its result, and the final answer that uses it. It is
+/// deliberately unlike the user's tasks (design.md, "Prompt": small models copy what they
+/// see), and it sits in the prefix shared by every task, so it is computed once.
+pub fn worked_example(tools: &[ToolInfo]) -> Vec<Message> {
+    if !tools.iter().any(|t| t.name == "calculator") {
+        return Vec::new();
+    }
+    vec![
+        Message::user("Task: A crate holds 12 bottles. How many bottles are in 7 crates?"),
+        Message::assistant(
+            r#"{"thought":"Multiply bottles per crate by crates.","action":"calculator","args":{"expression":"12 * 7"}}"#,
+        ),
+        Message::tool(observation_text("calculator", "84")),
+        Message::assistant(
+            r#"{"thought":"The result answers the task.","action":"final_answer","args":{"answer":"7 crates hold 84 bottles."}}"#,
+        ),
+    ]
+}
+
+fn assemble(
+    prefix: &[Message],
+    task: &str,
+    ctx: Option<&TaskContext>,
+    rounds: &[RoundText],
+    dropped: usize,
+) -> Vec<Message> {
+    let mut m = prefix.to_vec();
+    m.push(task_message(task, ctx, dropped));
+    for r in &rounds[dropped..] {
+        m.push(Message::assistant(r.step.clone()));
+        m.push(Message::tool(r.observation.clone()));
+    }
+    m
+}
+
+/// Builds the prompt for the next step within `budget` tokens: `prefix` (the system message
+/// and the worked example), the task message, then the rounds. `min_dropped` is how many
+/// rounds an earlier round of the same task already dropped (dropping is never undone, so the
+/// cached prefix stays valid). Returns `Ok(None)` when even the system text, tools and task
+/// alone do not fit.
+pub fn fit(
+    policy: &mut dyn Policy,
+    prefix: &[Message],
+    task: &str,
+    ctx: &TaskContext,
+    rounds: &[RoundText],
+    min_dropped: usize,
+    budget: usize,
+) -> Result<Option<Fitted>, AgentError> {
+    let has_ctx = !ctx.facts.is_empty() || !ctx.history.is_empty();
+    let mut dropped = min_dropped.min(rounds.len());
+    let mut use_ctx = true;
+    loop {
+        let c = use_ctx.then_some(ctx);
+        let messages = assemble(prefix, task, c, rounds, dropped);
+        let tokens = policy.prompt_tokens(&messages)?;
+        if tokens <= budget {
+            return Ok(Some(Fitted {
+                messages,
+                tokens,
+                dropped_rounds: dropped,
+                cut_chars: 0,
+                dropped_context: has_ctx && !use_ctx,
+            }));
+        }
+        // Keep the newest round: the model needs the result of what it just did.
+        if dropped + 1 < rounds.len() {
+            // Drop with headroom, so the next rounds do not re-prefill after each drop.
+            dropped += 1;
+            let target = budget * 3 / 4;
+            while dropped + 1 < rounds.len() {
+                let m = assemble(prefix, task, c, rounds, dropped);
+                if policy.prompt_tokens(&m)? <= target {
+                    break;
+                }
+                dropped += 1;
+            }
+            continue;
+        }
+        if use_ctx && has_ctx {
+            use_ctx = false;
+            continue;
+        }
+        break;
+    }
+    // Only the newest round is left (or none): cut its observation.
+    let c = (use_ctx && has_ctx).then_some(ctx);
+    let Some(last) = rounds.get(dropped) else {
+        return Ok(None);
+    };
+    let total = last.observation.chars().count();
+    let mut keep = total;
+    let mut tokens = policy.prompt_tokens(&assemble(prefix, task, c, rounds, dropped))?;
+    while keep > 0 {
+        // A token is at least one character: cutting `over * 4 + 64` more characters is
+        // usually enough in one go; otherwise go round again with the new length.
+        let over = tokens.saturating_sub(budget);
+        keep = keep.saturating_sub(over * 4 + 64);
+        let mut cut_round = last.clone();
+        let kept: String = last.observation.chars().take(keep).collect();
+        cut_round.observation = kept + &cut_marker(total - keep, total);
+        let mut rs: Vec<RoundText> = rounds[..dropped].to_vec();
+        rs.push(cut_round);
+        let messages = assemble(prefix, task, c, &rs, dropped);
+        tokens = policy.prompt_tokens(&messages)?;
+        if tokens <= budget {
+            return Ok(Some(Fitted {
+                messages,
+                tokens,
+                dropped_rounds: dropped,
+                cut_chars: total - keep,
+                dropped_context: has_ctx && c.is_none(),
+            }));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,608 @@
+//! The agent loop's control logic, driven by a scripted policy (the one place a stand-in for
+//! the model is allowed): circuit breaker, dead loops, last-round final answer, retries with
+//! backoff, budget trimming, every stop reason, memory and trace. The tools are real.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cairn::agent::{Agent, AgentOptions, Event, EventKind, EventSink, ScriptedPolicy, StopReason};
+use cairn::memory::MemoryStore;
+use cairn::tools::calculator::CalculatorTool;
+use cairn::tools::{Observation, RegistryOptions, Tool, ToolError, ToolRegistry};
+use serde_json::{json, Value};
+
+/// A tool that fails with a chosen error a given number of times, then answers.
+struct Flaky {
+    name: &'static str,
+    failures: usize,
+    error: ToolError,
+    answer: String,
+    calls: Arc<AtomicUsize>,
+    delay: Duration,
+}
+
+impl Flaky {
+    fn new(name: &'static str, failures: usize, error: ToolError, answer: &str) -> Self {
+        Flaky {
+            name,
+            failures,
+            error,
+            answer: answer.to_string(),
+            calls: Arc::new(AtomicUsize::new(0)),
+            delay: Duration::ZERO,
+        }
+    }
+}
+
+impl Tool for Flaky {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> String {
+        "A test tool.".into()
+    }
+    fn args_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": false})
+    }
+    fn run(&self, _args: &Value) -> Result<Observation, ToolError> {
+        std::thread::sleep(self.delay);
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if n < self.failures {
+            Err(self.error.clone())
+        } else {
+            Ok(Observation::new(self.answer.clone()))
+        }
+    }
+}
+
+/// Collects events for inspection.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<Event>>>);
+
+impl EventSink for Events {
+    fn event(&mut self, e: &Event) {
+        self.0.lock().unwrap().push(e.clone());
+    }
+}
+
+impl Events {
+    fn kinds(&self) -> Vec<EventKind> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.clone())
+            .collect()
+    }
+}
+
+fn registry(extra: Vec<Arc<dyn Tool>>) -> ToolRegistry {
+    let mut reg = ToolRegistry::new(RegistryOptions::default());
+    reg.register(Arc::new(CalculatorTool)).unwrap();
+    for t in extra {
+        reg.register(t).unwrap();
+    }
+    reg
+}
+
+fn step(action: &str, args: Value) -> Value {
+    json!({"thought": "next", "action": action, "args": args})
+}
+
+fn calc(expr: &str) -> Value {
+    step("calculator", json!({"expression": expr}))
+}
+
+fn answer(text: &str) -> Value {
+    step("final_answer", json!({"answer": text}))
+}
+
+fn agent(
+    steps: Vec<Value>,
+    tools: ToolRegistry,
+    options: AgentOptions,
+) -> (Agent<ScriptedPolicy>, Events) {
+    let mut a = Agent::new(ScriptedPolicy::new(steps, 4096), tools, None, options).unwrap();
+    let events = Events::default();
+    a.add_sink(Box::new(events.clone()));
+    (a, events)
+}
+
+/// The action names a step schema allows.
+fn allowed(schema: &Value) -> Vec<String> {
+    schema["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            b["properties"]["action"]["const"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+fn last_prompt_text(p: &ScriptedPolicy) -> String {
+    p.prompts
+        .last()
+        .unwrap()
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_tool_result_is_fed_back_and_the_final_answer_ends_the_task() {
+    let (mut a, _) = agent(
+        vec![calc("17 * 23"), answer("391")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("What is 17 * 23?", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(r.answer, "391");
+    assert_eq!(r.rounds, 2);
+    assert_eq!(r.tool_calls.len(), 1);
+    assert!(r.tool_calls[0].ok);
+    assert!(last_prompt_text(a.policy()).contains("Result of calculator:\n391"));
+}
+
+#[test]
+fn an_invalid_input_error_becomes_the_observation_with_its_hint() {
+    let (mut a, _) = agent(
+        vec![calc("17 +* 23"), calc("17 * 23"), answer("391")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("What is 17 * 23?", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert!(!r.tool_calls[0].ok);
+    assert_eq!(
+        r.tool_calls[0].error_class,
+        Some(cairn::tools::ErrorClass::InvalidInput)
+    );
+    let p = &a.policy().prompts[1];
+    let obs = &p.last().unwrap().content;
+    assert!(obs.contains("calculator failed"), "{obs}");
+    assert!(obs.contains("hint:"), "{obs}");
+    assert!(r.tool_calls[1].ok);
+}
+
+#[test]
+fn the_circuit_opens_after_consecutive_failures_of_one_tool_and_the_tool_leaves_the_schema() {
+    let options = AgentOptions {
+        circuit_threshold: 2,
+        max_failed_rounds: 5,
+        ..AgentOptions::default()
+    };
+    let (mut a, events) = agent(
+        vec![calc("1 +"), calc("2 +"), answer("cannot compute")],
+        registry(vec![]),
+        options,
+    );
+    let r = a.run_task("add", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(r.circuits_opened, vec!["calculator".to_string()]);
+    let schemas = &a.policy().schemas;
+    assert!(allowed(&schemas[1]).contains(&"calculator".to_string()));
+    assert_eq!(allowed(&schemas[2]), vec!["final_answer"]);
+    assert!(events.kinds().iter().any(
+        |k| matches!(k, EventKind::CircuitOpen { tool, failures: 2, .. } if tool == "calculator")
+    ));
+}
+
+#[test]
+fn consecutive_failed_rounds_stop_the_task_with_the_last_error() {
+    let (mut a, _) = agent(
+        vec![calc("1 +"), calc("2 +"), calc("3 +")],
+        registry(vec![]),
+        AgentOptions {
+            circuit_threshold: 10,
+            ..AgentOptions::default()
+        },
+    );
+    let r = a.run_task("add", None);
+    assert_eq!(r.stop_reason, StopReason::Failures);
+    assert_eq!(r.rounds, 3);
+    assert!(r.answer.is_empty());
+    assert!(r.error.as_deref().unwrap().contains("3 +"), "{:?}", r.error);
+}
+
+#[test]
+fn a_repeated_action_gets_the_cached_observation_and_a_third_time_only_final_answer_remains() {
+    let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), "42 widgets");
+    let calls = flaky.calls.clone();
+    let probe = step("probe", json!({"q": "widgets"}));
+    let (mut a, events) = agent(
+        vec![probe.clone(), probe.clone(), probe, answer("42")],
+        registry(vec![Arc::new(flaky)]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("How many widgets?", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the tool ran once");
+    assert_eq!(r.dead_loops, 2);
+    assert!(r.tool_calls[1].cached && r.tool_calls[2].cached);
+    let schemas = &a.policy().schemas;
+    assert!(allowed(&schemas[2]).contains(&"probe".to_string()));
+    assert_eq!(allowed(&schemas[3]), vec!["final_answer"]);
+    let obs = &a.policy().prompts[2].last().unwrap().content;
+    assert!(
+        obs.contains("42 widgets") && obs.contains("same arguments"),
+        "{obs}"
+    );
+    assert!(events
+        .kinds()
+        .iter()
+        .any(|k| matches!(k, EventKind::DeadLoop { times: 3, .. })));
+}
+
+#[test]
+fn canonical_arguments_sort_keys_so_key_order_cannot_hide_a_repeat() {
+    let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), "ok");
+    let mut reg = registry(vec![]);
+    reg.register(Arc::new(flaky)).unwrap();
+    let a1 = json!({"thought": "t", "action": "calculator", "args": {"expression": "1+1"}});
+    let (mut a, _) = agent(
+        vec![a1.clone(), a1, answer("2")],
+        reg,
+        AgentOptions::default(),
+    );
+    let r = a.run_task("1+1", None);
+    assert_eq!(r.dead_loops, 1);
+    assert_eq!(
+        cairn::agent::canonical_json(&json!({"b": 1, "a": {"d": 2, "c": [1, {"f": 0, "e": 1}]}})),
+        r#"{"a":{"c":[1,{"e":1,"f":0}],"d":2},"b":1}"#
+    );
+}
+
+#[test]
+fn the_last_allowed_round_only_offers_final_answer() {
+    let (mut a, _) = agent(
+        vec![calc("1 + 1"), calc("2 + 2"), answer("4")],
+        registry(vec![]),
+        AgentOptions {
+            max_rounds: 3,
+            ..AgentOptions::default()
+        },
+    );
+    let r = a.run_task("sum", None);
+    assert_eq!(r.stop_reason, StopReason::MaxRounds);
+    assert_eq!(r.answer, "4");
+    assert_eq!(r.rounds, 3);
+    let schemas = &a.policy().schemas;
+    assert_eq!(allowed(&schemas[1]), vec!["calculator", "final_answer"]);
+    assert_eq!(allowed(&schemas[2]), vec!["final_answer"]);
+}
+
+#[test]
+fn transient_errors_are_retried_with_exponential_backoff_inside_one_round() {
+    let flaky = Flaky::new(
+        "probe",
+        2,
+        ToolError::transient("database is locked"),
+        "done",
+    );
+    let calls = flaky.calls.clone();
+    let (mut a, events) = agent(
+        vec![step("probe", json!({"q": "x"})), answer("done")],
+        registry(vec![Arc::new(flaky)]),
+        AgentOptions {
+            retry_base: Duration::from_millis(40),
+            ..AgentOptions::default()
+        },
+    );
+    let start = Instant::now();
+    let r = a.run_task("probe", None);
+    let elapsed = start.elapsed();
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(r.rounds, 2, "retries are not rounds");
+    assert_eq!(r.retries, 2);
+    assert_eq!(r.tool_calls[0].attempts, 3);
+    assert!(r.tool_calls[0].ok);
+    // 40 ms, then 80 ms.
+    assert!(elapsed >= Duration::from_millis(120), "{elapsed:?}");
+    let waits: Vec<u64> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::Retry { wait_ms, .. } => Some(*wait_ms),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(waits, vec![40, 80]);
+}
+
+#[test]
+fn a_transient_error_that_outlasts_the_retries_is_a_failed_round() {
+    let flaky = Flaky::new("probe", 10, ToolError::transient("busy"), "never");
+    let (mut a, _) = agent(
+        vec![step("probe", json!({"q": "x"})), answer("gave up")],
+        registry(vec![Arc::new(flaky)]),
+        AgentOptions {
+            retry_base: Duration::from_millis(1),
+            retry_attempts: 2,
+            ..AgentOptions::default()
+        },
+    );
+    let r = a.run_task("probe", None);
+    assert_eq!(r.tool_calls[0].attempts, 2);
+    assert!(!r.tool_calls[0].ok);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+}
+
+#[test]
+fn a_fatal_error_stops_the_task_at_once() {
+    let flaky = Flaky::new(
+        "probe",
+        10,
+        ToolError::fatal("the database file is gone"),
+        "never",
+    );
+    let (mut a, _) = agent(
+        vec![step("probe", json!({"q": "x"})), answer("unused")],
+        registry(vec![Arc::new(flaky)]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("probe", None);
+    assert_eq!(r.stop_reason, StopReason::Fatal);
+    assert_eq!(r.rounds, 1);
+    assert_eq!(r.error.as_deref(), Some("the database file is gone"));
+    assert_eq!(a.policy().remaining(), 1);
+}
+
+#[test]
+fn stop_when_ends_the_task_on_a_matching_observation() {
+    let (mut a, _) = agent(
+        vec![calc("2 + 2"), calc("6 * 7"), answer("unused")],
+        registry(vec![]),
+        AgentOptions {
+            stop_when: Some(regex::Regex::new(r"^42$").unwrap()),
+            ..AgentOptions::default()
+        },
+    );
+    let r = a.run_task("find 42", None);
+    assert_eq!(r.stop_reason, StopReason::StopWhen);
+    assert_eq!(r.answer, "42");
+    assert_eq!(r.rounds, 2);
+}
+
+#[test]
+fn the_wall_clock_limit_stops_the_task_between_rounds() {
+    let mut slow = Flaky::new("slow", 0, ToolError::invalid("unused"), "ok");
+    slow.delay = Duration::from_millis(80);
+    let (mut a, _) = agent(
+        vec![step("slow", json!({"q": "x"})), answer("unused")],
+        registry(vec![Arc::new(slow)]),
+        AgentOptions {
+            timeout: Some(Duration::from_millis(40)),
+            ..AgentOptions::default()
+        },
+    );
+    let r = a.run_task("slow", None);
+    assert_eq!(r.stop_reason, StopReason::Timeout);
+    assert_eq!(r.rounds, 1);
+    assert!(r.error.unwrap().contains("time limit"));
+}
+
+#[test]
+fn old_rounds_are_dropped_and_observations_cut_to_fit_the_budget_and_the_trace_says_so() {
+    let big = "word ".repeat(300); // ~375 tokens by the scripted count
+    let big_tool = Flaky::new("big", 0, ToolError::invalid("unused"), &big);
+    let steps: Vec<Value> = (0..5)
+        .map(|i| step("big", json!({"q": format!("part {i}")})))
+        .chain(std::iter::once(answer("done")))
+        .collect();
+    let options = AgentOptions {
+        max_step_tokens: 100,
+        ..AgentOptions::default()
+    };
+    let mut a = Agent::new(
+        ScriptedPolicy::new(steps, 1400),
+        registry(vec![Arc::new(big_tool)]),
+        None,
+        options,
+    )
+    .unwrap();
+    let events = Events::default();
+    a.add_sink(Box::new(events.clone()));
+    let r = a.run_task("collect the parts", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{r:?}");
+    assert!(r.dropped_rounds > 0);
+    for p in &a.policy().prompts {
+        assert!(cairn::agent::scripted_tokens(p) <= 1300);
+        assert!(
+            p.iter()
+                .any(|m| m.content.contains("Task: collect the parts")),
+            "the task is kept"
+        );
+        assert_eq!(p[0].role, cairn::model::template::Role::System);
+    }
+    let last = last_prompt_text(a.policy());
+    assert!(last.contains("were dropped to fit the context"), "{last}");
+    assert!(events
+        .kinds()
+        .iter()
+        .any(|k| matches!(k, EventKind::Trim { dropped_rounds, .. } if *dropped_rounds > 0)));
+}
+
+#[test]
+fn an_observation_too_big_for_the_context_is_cut_with_a_marker() {
+    let huge = "x".repeat(8000);
+    let tool = Flaky::new("huge", 0, ToolError::invalid("unused"), &huge);
+    let mut reg = ToolRegistry::new(RegistryOptions {
+        max_chars: 100_000,
+        ..RegistryOptions::default()
+    });
+    reg.register(Arc::new(tool)).unwrap();
+    let mut a = Agent::new(
+        ScriptedPolicy::new(vec![step("huge", json!({"q": "x"})), answer("ok")], 1400),
+        reg,
+        None,
+        AgentOptions {
+            max_step_tokens: 100,
+            ..AgentOptions::default()
+        },
+    )
+    .unwrap();
+    let r = a.run_task("get it", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    let last = last_prompt_text(a.policy());
+    assert!(last.contains("characters to fit the context]"), "{last}");
+    assert!(cairn::agent::scripted_tokens(a.policy().prompts.last().unwrap()) <= 1300);
+}
+
+#[test]
+fn a_task_longer_than_the_context_stops_with_budget_before_any_round() {
+    let task = "please ".repeat(3000);
+    let (mut a, _) = agent(
+        vec![answer("unused")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(&task, None);
+    assert_eq!(r.stop_reason, StopReason::Budget);
+    assert_eq!(r.rounds, 0);
+    assert!(r.error.unwrap().contains("shorten the task"));
+}
+
+#[test]
+fn a_step_cut_off_by_the_token_limit_is_a_failed_round_shown_to_the_model() {
+    let long = calc("1 + ".repeat(100).trim_end_matches(" + "));
+    let (mut a, _) = agent(
+        vec![long, answer("short")],
+        registry(vec![]),
+        AgentOptions {
+            max_step_tokens: 40,
+            ..AgentOptions::default()
+        },
+    );
+    let r = a.run_task("add many ones", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(r.rounds, 2);
+    assert!(r.tool_calls.is_empty());
+    let obs = &a.policy().prompts[1].last().unwrap().content;
+    assert!(obs.contains("cut off at the limit of 40 tokens"), "{obs}");
+}
+
+#[test]
+fn self_check_below_the_threshold_keeps_the_task_going() {
+    let (mut a, events) = agent(
+        vec![
+            answer("half"),
+            json!({"done": 0.2}),
+            calc("6 * 7"),
+            answer("42"),
+            json!({"done": 0.9}),
+        ],
+        registry(vec![]),
+        AgentOptions {
+            self_check: Some(0.5),
+            ..AgentOptions::default()
+        },
+    );
+    let r = a.run_task("What is 6 * 7?", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(r.answer, "42");
+    let checks: Vec<bool> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::SelfCheck { accepted, .. } => Some(*accepted),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(checks, vec![false, true]);
+}
+
+#[test]
+fn steps_turns_and_facts_go_to_memory_and_the_next_turn_of_the_session_sees_them() {
+    let store = MemoryStore::open_in_memory().unwrap();
+    let mut a = Agent::new(
+        ScriptedPolicy::new(
+            vec![
+                calc("89.9 * 10"),
+                answer("Ten Helmet Pro cost 899 euros."),
+                answer("899 euros."),
+                answer("I do not know."),
+            ],
+            4096,
+        ),
+        registry(vec![]),
+        Some(store),
+        AgentOptions::default(),
+    )
+    .unwrap();
+    let r1 = a.run_task("What do ten Helmet Pro cost?", Some("shop"));
+    assert_eq!(r1.stop_reason, StopReason::FinalAnswer);
+    let store = a.memory().unwrap();
+    let sid = store.session("shop").unwrap();
+    let turns = store.turns(sid).unwrap();
+    assert_eq!(turns.len(), 1);
+    let end = turns[0].end.as_ref().unwrap();
+    assert_eq!(end.stop_reason, "final_answer");
+    assert_eq!(end.answer, "Ten Helmet Pro cost 899 euros.");
+    let steps = store.steps(turns[0].id).unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0].record.action, "calculator");
+    assert_eq!(steps[0].record.observation, "899");
+    assert!(!store.session_facts(sid).unwrap().is_empty());
+
+    a.run_task("And the Helmet Pro price for ten again?", Some("shop"));
+    let p = last_prompt_text(a.policy());
+    assert!(p.contains("Earlier in this conversation:"), "{p}");
+    assert!(p.contains("Ten Helmet Pro cost 899 euros."), "{p}");
+
+    a.run_task("What do ten Helmet Pro cost?", Some("other"));
+    let p = last_prompt_text(a.policy());
+    assert!(!p.contains("899"), "another session sees nothing: {p}");
+}
+
+#[test]
+fn the_trace_file_has_one_json_event_per_line_ending_with_the_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let (mut a, _) = agent(
+        vec![calc("1 +"), calc("1 + 1"), answer("2")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    a.add_sink(Box::new(cairn::agent::TraceWriter::create(&path).unwrap()));
+    a.run_task("1+1", None);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.first(), Some(&"task_start"));
+    assert_eq!(names.last(), Some(&"stop"));
+    for want in ["prompt", "step", "tool_result"] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+    assert_eq!(events.last().unwrap()["reason"], "final_answer");
+    assert!(events.iter().all(|e| e["t_ms"].is_u64()));
+}
+
+#[test]
+fn bad_options_are_refused_with_the_flag_named() {
+    let e = Agent::new(
+        ScriptedPolicy::new(vec![], 100),
+        registry(vec![]),
+        None,
+        AgentOptions {
+            max_rounds: 0,
+            ..AgentOptions::default()
+        },
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("--max-rounds"), "{e}");
+}

@@ -1,0 +1,244 @@
+//! `cairn run` and `cairn chat` end to end with the real default preset on the demo data the
+//! project ships (`examples/shop.sqlite`, `examples/docs`): every step allowed by its round's
+//! schema, every run ending with a stop reason; and the bad inputs that must fail clearly
+//! before any model work.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{cairn, preset_path};
+
+const DEFAULT: &str = "qwen2.5-coder-0.5b";
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+/// Reads a trace file and checks what every run must satisfy: one JSON event a line, each
+/// step's action among the actions its round allowed, a thought within its bound, arguments
+/// that passed the tool's schema, and a stop event at the end. Returns the events.
+fn check_trace(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let mut allowed: Vec<String> = Vec::new();
+    let mut stops = 0;
+    for e in &events {
+        match e["event"].as_str().unwrap() {
+            "prompt" => {
+                allowed = e["allowed"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_string())
+                    .collect()
+            }
+            "step" => {
+                let action = e["action"].as_str().unwrap();
+                assert!(
+                    allowed.iter().any(|a| a == action),
+                    "{action} not in {allowed:?}"
+                );
+                assert!(e["thought"].as_str().unwrap().chars().count() <= 200);
+                if action == "final_answer" {
+                    assert!(e["args"]["answer"].is_string(), "{e}");
+                }
+            }
+            "bad_step" => panic!("a step could not be used: {e}"),
+            "tool_result" => {
+                let obs = e["observation"].as_str().unwrap();
+                assert!(
+                    !obs.contains("invalid arguments for"),
+                    "schema-invalid args: {e}"
+                );
+            }
+            "stop" => stops += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(stops, 1, "one stop event per task");
+    assert_eq!(events.last().unwrap()["event"], "stop");
+    events
+}
+
+fn run_json(home: &Path, extra: &[&str], task: &str) -> (Value, Vec<Value>) {
+    let model = preset_path(DEFAULT);
+    let trace = home.join("trace.jsonl");
+    let out = cairn(home)
+        .arg("run")
+        .arg("--json")
+        .arg("--model")
+        .arg(&model)
+        .arg("--trace")
+        .arg(&trace)
+        .args(extra)
+        .arg(task)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    let result: Value = serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
+    assert!(stderr.contains("round 1:"), "progress on stderr: {stderr}");
+    (result, check_trace(&trace))
+}
+
+#[test]
+fn run_answers_an_arithmetic_task_with_the_calculator() {
+    let home = tempfile::tempdir().unwrap();
+    let (r, _) = run_json(home.path(), &[], "What is 17 * 23?");
+    assert_eq!(r["stop_reason"], "final_answer", "{r}");
+    assert!(r["answer"].as_str().unwrap().contains("391"), "{r}");
+    assert_eq!(r["tool_calls"][0]["tool"], "calculator", "{r}");
+    assert!(r["prompt_tokens"].as_u64().unwrap() > 0);
+    assert!(r["generated_tokens"].as_u64().unwrap() > 0);
+    assert!(r["rounds"].as_u64().unwrap() >= 2);
+}
+
+#[test]
+fn run_answers_a_question_about_the_database_with_sql() {
+    let home = tempfile::tempdir().unwrap();
+    let db = examples().join("shop.sqlite");
+    let (r, _) = run_json(
+        home.path(),
+        &["--db", db.to_str().unwrap()],
+        "What is the price of the Helmet Pro?",
+    );
+    assert_eq!(r["stop_reason"], "final_answer", "{r}");
+    assert!(r["answer"].as_str().unwrap().contains("89.9"), "{r}");
+    assert_eq!(r["tool_calls"][0]["tool"], "sql", "{r}");
+}
+
+#[test]
+fn run_answers_a_question_about_the_documents_with_search() {
+    let home = tempfile::tempdir().unwrap();
+    let docs = examples().join("docs");
+    let db = examples().join("shop.sqlite");
+    let (r, events) = run_json(
+        home.path(),
+        &[
+            "--docs",
+            docs.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        "How long is the warranty of the Rain Jacket?",
+    );
+    assert_eq!(r["stop_reason"], "final_answer", "{r}");
+    assert!(r["answer"].as_str().unwrap().contains("3-year"), "{r}");
+    assert_eq!(r["tool_calls"][0]["tool"], "search", "{r}");
+    // --docs without --index keeps its index under HOME/indexes/.
+    let indexes: Vec<_> = std::fs::read_dir(home.path().join("indexes"))
+        .unwrap()
+        .collect();
+    assert_eq!(indexes.len(), 1);
+    assert!(events[0]["tools"].as_array().unwrap().len() >= 3);
+}
+
+#[test]
+fn chat_carries_the_session_from_one_turn_to_the_next_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    let db = examples().join("shop.sqlite");
+    let model = preset_path(DEFAULT);
+    let out = cairn(home.path())
+        .args(["chat", "--json", "--session", "shop", "--db"])
+        .arg(&db)
+        .arg("--model")
+        .arg(&model)
+        .write_stdin("What is the price of the Helmet Pro?\n\nAnd what would 10 of them cost?\n")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results.len(), 2, "one result per non-empty line");
+    assert!(
+        results[0]["answer"].as_str().unwrap().contains("89.9"),
+        "{results:?}"
+    );
+    assert!(
+        results[1]["answer"].as_str().unwrap().contains("899"),
+        "{results:?}"
+    );
+    assert!(results.iter().all(|r| r["session"] == "shop"));
+
+    // The session is in the memory file and a new chat resumes it.
+    let out = cairn(home.path())
+        .args(["memory", "show", "shop"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("2 turns"), "{shown}");
+    let out = cairn(home.path())
+        .args(["chat", "--session", "shop", "--model"])
+        .arg(&model)
+        .write_stdin("/exit\n")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("resumed with 2 earlier turns"), "{stderr}");
+}
+
+#[test]
+fn an_empty_task_is_refused_before_loading_anything() {
+    let home = tempfile::tempdir().unwrap();
+    cairn(home.path())
+        .args(["run", "  "])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("the task is empty"));
+}
+
+#[test]
+fn a_db_that_does_not_exist_is_refused_before_loading_the_model() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("nope.sqlite");
+    cairn(home.path())
+        .args(["run", "--model", "/nonexistent/model.gguf", "--db"])
+        .arg(&missing)
+        .arg("How many orders?")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("nope.sqlite does not exist"));
+    assert!(!missing.exists(), "nothing was created");
+}
+
+#[test]
+fn a_task_longer_than_the_context_exits_2_with_the_sizes() {
+    let home = tempfile::tempdir().unwrap();
+    let model = preset_path("smollm2-135m");
+    let task = "count these words ".repeat(3000);
+    cairn(home.path())
+        .args(["run", "--no-memory", "--model"])
+        .arg(&model)
+        .arg(&task)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "does not fit the model's context",
+        ))
+        .stderr(predicates::str::contains("shorten the task"));
+}
+
+#[test]
+fn bad_loop_flags_are_refused_with_the_flag_named() {
+    let home = tempfile::tempdir().unwrap();
+    for (flag, value, says) in [
+        ("--max-rounds", "0", "--max-rounds must be at least 1"),
+        ("--stop-when", "(", "is not a valid regular expression"),
+        ("--timeout", "-1", "--timeout is -1"),
+        ("--self-check", "1.5", "between 0 and 1"),
+    ] {
+        cairn(home.path())
+            .args(["run", &format!("{flag}={value}"), "task"])
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
+}
