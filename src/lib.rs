@@ -6,6 +6,8 @@
 //! - [`agent`]: the loop (think → act → observe under the live step schema), prompt building
 //!   within the token budget, retries, circuit breaker, dead-loop detection, stop reasons,
 //!   memory wiring, and trace events.
+//! - [`call`]: function-calling mode (`cairn call`): OpenAI-style function definitions in,
+//!   schema-valid calls out.
 //! - [`cli`]: clap argument structs that mirror the flags, one file per subcommand under
 //!   `cli/commands/`, and the step that turns flags into a validated [`config::Config`].
 //! - [`config`]: every setting with its default, its `CAIRN_*` variable and its doc, in one
@@ -28,6 +30,7 @@
 //! [`cli::commands`].
 
 pub mod agent;
+pub mod call;
 pub mod cli;
 pub mod config;
 pub mod constrain;

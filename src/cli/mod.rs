@@ -75,6 +75,8 @@ pub enum Command {
     Run(commands::run::RunArgs),
     /// Talk to the agent: one task per line, multi-turn, resumable (`--session S`).
     Chat(commands::chat::ChatArgs),
+    /// Function calling: pick a function and fill its arguments, valid by construction.
+    Call(commands::call::CallArgs),
     /// Raw generation from a prompt, streamed to stdout.
     Generate(commands::generate::GenerateArgs),
     /// Prefill and decode throughput, like llama-bench.
@@ -176,6 +178,7 @@ pub fn run(cli: Cli) -> ExitCode {
         match cli.command {
             Command::Run(args) => commands::run::run(&config, &args, index_given),
             Command::Chat(args) => commands::chat::run(&config, &args, index_given),
+            Command::Call(args) => commands::call::run(&config, &args),
             Command::Generate(args) => commands::generate::run(&config, &args),
             Command::Bench(args) => commands::bench::run(&config, &args),
             Command::Model { command } => commands::model::run(&config, &command),

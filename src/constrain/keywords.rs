@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 /// Every keyword of JSON Schema drafts 4 to 2020-12.
-const KNOWN: &[&str] = &[
+pub(crate) const KNOWN: &[&str] = &[
     "$schema",
     "$id",
     "id",
@@ -77,7 +77,7 @@ const KNOWN: &[&str] = &[
 ];
 
 /// Keywords whose value is one schema.
-const ONE_SCHEMA: &[&str] = &[
+pub(crate) const ONE_SCHEMA: &[&str] = &[
     "items",
     "additionalItems",
     "additionalProperties",
@@ -93,10 +93,10 @@ const ONE_SCHEMA: &[&str] = &[
 ];
 
 /// Keywords whose value is an array of schemas.
-const SCHEMA_LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+pub(crate) const SCHEMA_LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
 
 /// Keywords whose value maps names to schemas.
-const SCHEMA_MAP: &[&str] = &[
+pub(crate) const SCHEMA_MAP: &[&str] = &[
     "properties",
     "patternProperties",
     "$defs",

@@ -6,7 +6,8 @@
 //! (`.strip()`, `.startswith()`, …) through `minijinja_contrib::pycompat`, a `raise_exception`
 //! function, and a `tojson` filter that writes JSON the way Python's `json.dumps` does. The
 //! template sees `messages`, `add_generation_prompt`, `bos_token`, `eos_token` and `tools`
-//! (always none: cairn describes its tools in the system prompt).
+//! (none for the agent, which describes its tools in the system prompt; the function
+//! definitions in `cairn call`).
 //!
 //! A file without a template gets a named fallback for its family ([`TemplateSource::Fallback`]):
 //! ChatML when the vocabulary has `<|im_start|>`, Llama 3 headers when it has
@@ -235,16 +236,40 @@ impl ChatTemplate {
         messages: &[Message],
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
+        self.render_with_tools(messages, None, add_generation_prompt)
+    }
+
+    /// Whether the template shows a `tools` list itself (Qwen2.5's does; ChatML and the
+    /// Llama 3 fallback do not).
+    pub fn supports_tools(&self) -> bool {
+        self.env
+            .get_template(TEMPLATE_NAME)
+            .map(|t| t.source().contains("tools"))
+            .unwrap_or(false)
+    }
+
+    /// Renders a conversation with function definitions (OpenAI's tools format) passed to the
+    /// template as `tools`, for templates that show them ([`ChatTemplate::supports_tools`]).
+    pub fn render_with_tools(
+        &self,
+        messages: &[Message],
+        tools: Option<&[serde_json::Value]>,
+        add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
         let template = self
             .env
             .get_template(TEMPLATE_NAME)
             .map_err(|e| TemplateError::from_jinja(&e, true))?;
+        let tools = match tools {
+            Some(t) => Value::from_serialize(t),
+            None => Value::from(()),
+        };
         let ctx = minijinja::context! {
             messages => messages,
             add_generation_prompt => add_generation_prompt,
             bos_token => self.bos.as_deref().unwrap_or(""),
             eos_token => self.eos.as_deref().unwrap_or(""),
-            tools => Value::from(()),
+            tools => tools,
         };
         template
             .render(ctx)

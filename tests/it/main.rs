@@ -4,6 +4,7 @@
 mod agent;
 mod agent_e2e;
 mod calculator;
+mod call;
 mod cli;
 mod common;
 mod constrain;

@@ -2,6 +2,7 @@
 //! `run(&Config, &Args) -> anyhow::Result<ExitCode>`.
 
 pub mod bench;
+pub mod call;
 pub mod chat;
 pub mod generate;
 pub mod index;

@@ -1,0 +1,210 @@
+//! `cairn call`: function-calling mode. `--functions FILE "question"` prints
+//! `{"calls": [{"name", "arguments"}], "text": null}` (or no calls and the model's text);
+//! `--json-lines IN.jsonl` answers many questions, one output line each, reusing the prompt
+//! prefix where the functions are the same.
+
+use std::io::{BufRead, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::generate::SamplingArgs;
+use crate::call::{functions, CallOptions, FunctionCaller};
+use crate::config::{Config, Verbosity};
+
+/// Flags of `cairn call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The question (not with --json-lines).
+    #[arg(required_unless_present = "json_lines", conflicts_with = "json_lines")]
+    pub question: Option<String>,
+    /// The function definitions: a JSON array in OpenAI's tools format (or bare
+    /// {"name", "description", "parameters"} objects); `-` reads standard input.
+    #[arg(long, value_name = "FILE", required_unless_present = "json_lines")]
+    pub functions: Option<PathBuf>,
+    /// Many questions: each line {"id", "question", "functions"}; each output line
+    /// {"id", "calls", "text"} (or {"id", "error"}).
+    #[arg(long, value_name = "IN.jsonl")]
+    pub json_lines: Option<PathBuf>,
+    /// Allow several calls in one reply.
+    #[arg(long)]
+    pub parallel: bool,
+    /// The model must call a function (no plain-text reply).
+    #[arg(long)]
+    pub require_call: bool,
+    /// Prefill every prompt whole instead of reusing the cached prefix (to measure reuse).
+    #[arg(long)]
+    pub no_prefix_reuse: bool,
+    /// Sampling (`--max-tokens` bounds the reply).
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+fn read_functions(
+    path: &std::path::Path,
+    verbose: bool,
+) -> anyhow::Result<Vec<functions::Function>> {
+    let (text, origin) = if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read the function definitions from standard input")?;
+        (s, "stdin".to_string())
+    } else {
+        (
+            std::fs::read_to_string(path).with_context(|| {
+                format!("cannot read the function definitions {}", path.display())
+            })?,
+            path.display().to_string(),
+        )
+    };
+    let (fs, notes) = functions::parse_functions(&text, &origin)?;
+    if verbose {
+        for n in notes {
+            eprintln!("normalised: {n}");
+        }
+    }
+    Ok(fs)
+}
+
+/// Runs `cairn call`.
+pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
+    let verbose = config.verbosity >= Verbosity::Verbose;
+    let sampling = args.sampling.options()?;
+    let opts = CallOptions {
+        parallel: args.parallel,
+        require_call: args.require_call,
+        max_tokens: sampling.max_tokens,
+        ..CallOptions::default()
+    };
+    // Read and check the input before the (slow) model load.
+    let single = match (&args.question, &args.functions, &args.json_lines) {
+        (Some(q), Some(f), None) => {
+            if q.trim().is_empty() {
+                anyhow::bail!("the question is empty; ask something the functions could answer");
+            }
+            Some((q.clone(), read_functions(f, verbose)?))
+        }
+        _ => None,
+    };
+    let lines = match &args.json_lines {
+        Some(p) => {
+            let f =
+                std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+            Some(std::io::BufReader::new(f))
+        }
+        None => None,
+    };
+    let lm = super::load_model(config, args.sampling.tokenizer.as_deref())?;
+    let mut caller = FunctionCaller::new(lm, sampling.sampling)?;
+    caller.set_prefix_reuse(!args.no_prefix_reuse);
+    if verbose {
+        eprintln!(
+            "functions shown {}",
+            if caller.template_takes_tools() {
+                "through the chat template's tools"
+            } else {
+                "as a listing in the system text"
+            }
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    if let Some((question, fs)) = single {
+        let r = caller.call(&question, &fs, &opts)?;
+        writeln!(out, "{}", serde_json::to_string(&r.output)?)?;
+        if verbose {
+            eprintln!(
+                "prompt {} tokens ({} reused), generated {}, {:.0} ms",
+                r.prompt_tokens, r.reused_tokens, r.generated_tokens, r.ms
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(reader) = lines else {
+        anyhow::bail!("give a question with --functions FILE, or --json-lines IN.jsonl");
+    };
+    let start = Instant::now();
+    let (mut done, mut failed, mut prompt, mut reused) = (0usize, 0usize, 0usize, 0usize);
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.context("cannot read the input lines")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let n = i + 1;
+        let result: Result<(Value, Value), String> = (|| {
+            let v: Value = serde_json::from_str(&line)
+                .map_err(|e| format!("line {n}: not valid JSON: {e}"))?;
+            let id = v.get("id").cloned().unwrap_or(json!(n));
+            let q = v
+                .get("question")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("line {n}: no \"question\" string"))?;
+            let defs = v
+                .get("functions")
+                .ok_or_else(|| format!("line {n}: no \"functions\" array"))?;
+            let (fs, notes) =
+                functions::from_value(defs, &format!("line {n}")).map_err(|e| e.to_string())?;
+            if verbose {
+                for note in notes {
+                    eprintln!("line {n}: normalised: {note}");
+                }
+            }
+            match caller.call(q, &fs, &opts) {
+                Ok(r) => {
+                    prompt += r.prompt_tokens;
+                    reused += r.reused_tokens;
+                    let mut body = json!({"calls": r.output.calls, "text": r.output.text});
+                    if r.output.truncated {
+                        body["truncated"] = json!(true);
+                    }
+                    Ok((id, body))
+                }
+                Err(e) => Err(format!("line {n}: {e}")),
+            }
+        })();
+        let row = match result {
+            Ok((id, body)) => {
+                let mut row = json!({"id": id, "calls": body["calls"], "text": body["text"]});
+                if body.get("truncated").is_some() {
+                    row["truncated"] = json!(true);
+                }
+                row
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {e}");
+                let id = serde_json::from_str::<Value>(&line)
+                    .ok()
+                    .and_then(|v| v.get("id").cloned())
+                    .unwrap_or(json!(n));
+                json!({"id": id, "error": e})
+            }
+        };
+        writeln!(out, "{}", serde_json::to_string(&row)?)?;
+        out.flush()?;
+        done += 1;
+        if config.verbosity >= Verbosity::Normal {
+            let secs = start.elapsed().as_secs_f64();
+            eprintln!(
+                "call: {done} questions, {failed} failed, {:.1} per minute",
+                done as f64 * 60.0 / secs.max(1e-9)
+            );
+        }
+    }
+    if config.verbosity >= Verbosity::Normal {
+        let secs = start.elapsed().as_secs_f64();
+        eprintln!(
+            "answered {done} questions in {secs:.1} s ({:.1} per minute); {reused} of {prompt} prompt tokens reused from the cache",
+            done as f64 * 60.0 / secs.max(1e-9)
+        );
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,317 @@
+//! `cairn call`, function-calling mode: calls chosen by the real presets, the no-call branch,
+//! parallel calls, loose definitions normalised, uncompilable ones named, many questions at
+//! once; and 200 random questions over random function sets on tiny random-weight models,
+//! where every output must parse and every call must validate against its function.
+
+use std::path::{Path, PathBuf};
+
+use cairn::call::{functions, CallOptions, FunctionCaller};
+use cairn::model::sampling::{Rng, SamplingParams};
+use serde_json::{json, Value};
+
+use crate::common::{cairn, preset_path, tiny_model, TinySpec};
+
+fn functions_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/functions.json")
+}
+
+fn call(model: &str, extra: &[&str], question: &str) -> Value {
+    let home = tempfile::tempdir().unwrap();
+    let out = cairn(home.path())
+        .args(["call", "--model"])
+        .arg(preset_path(model))
+        .arg("--functions")
+        .arg(functions_file())
+        .args(extra)
+        .arg(question)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+#[test]
+fn one_question_one_function_call_with_its_arguments() {
+    let r = call("qwen2.5-coder-0.5b", &[], "What is the weather in Paris?");
+    assert_eq!(r["text"], Value::Null, "{r}");
+    assert_eq!(r["calls"][0]["name"], "get_weather", "{r}");
+    assert_eq!(r["calls"][0]["arguments"]["city"], "Paris", "{r}");
+}
+
+#[test]
+fn the_right_function_is_chosen_among_several() {
+    let r = call(
+        "qwen2.5-coder-0.5b",
+        &[],
+        "Convert 250 euros to US dollars.",
+    );
+    assert_eq!(r["calls"][0]["name"], "convert_currency", "{r}");
+    let a = &r["calls"][0]["arguments"];
+    assert_eq!(a["amount"].as_f64(), Some(250.0), "{r}");
+    assert_eq!(a["from"], "EUR", "{r}");
+    assert_eq!(a["to"], "USD", "{r}");
+}
+
+#[test]
+fn parallel_calls_come_as_several_calls() {
+    let r = call(
+        "qwen2.5-coder-0.5b",
+        &["--parallel", "--require-call"],
+        "What is the weather in Paris and in Rome?",
+    );
+    let cities: Vec<&str> = r["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["arguments"]["city"].as_str().unwrap())
+        .collect();
+    assert_eq!(cities, vec!["Paris", "Rome"], "{r}");
+}
+
+#[test]
+fn no_call_when_no_function_fits_gives_the_text() {
+    let r = call("qwen2.5-coder-0.5b", &[], "Hello, who are you?");
+    assert_eq!(r["calls"], json!([]), "{r}");
+    assert!(!r["text"].as_str().unwrap().is_empty(), "{r}");
+}
+
+#[test]
+fn the_tiny_preset_gives_valid_output_too() {
+    let r = call(
+        "smollm2-135m",
+        &["--require-call"],
+        "What is the weather in Paris?",
+    );
+    let c = &r["calls"][0];
+    let defs: Value =
+        serde_json::from_str(&std::fs::read_to_string(functions_file()).unwrap()).unwrap();
+    let def = defs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["function"]["name"] == c["name"])
+        .unwrap_or_else(|| panic!("unknown function in {r}"));
+    let mut params = def["function"]["parameters"].clone();
+    params["additionalProperties"] = json!(false);
+    assert!(
+        jsonschema::is_valid(&params, &c["arguments"]),
+        "{r} against {params}"
+    );
+}
+
+#[test]
+fn loose_definitions_are_normalised_and_reported_with_v() {
+    let home = tempfile::tempdir().unwrap();
+    let f = home.path().join("loose.json");
+    std::fs::write(
+        &f,
+        r#"[{"name": "add", "description": "Adds two numbers.",
+             "parameters": {"type": "dict", "properties": {"a": {"type": "float"}, "b": {"type": "float"},
+                            "pair": {"type": "tuple", "items": {"type": "int"}}},
+                            "required": ["a", "b"], "strict": true}}]"#,
+    )
+    .unwrap();
+    let out = cairn(home.path())
+        .args(["call", "-v", "--require-call", "--model"])
+        .arg(preset_path("smollm2-135m"))
+        .arg("--functions")
+        .arg(&f)
+        .arg("Add 2 and 3.")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for note in [
+        "add: parameters: type \"dict\" read as \"object\"",
+        "add: parameters: unknown keyword `strict` ignored",
+        "add: parameters.properties.a: type \"float\" read as \"number\"",
+        "add: parameters.properties.pair: type \"tuple\" read as \"array\"",
+        "add: parameters.properties.pair.items: type \"int\" read as \"integer\"",
+    ] {
+        assert!(stderr.contains(note), "missing `{note}` in {stderr}");
+    }
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["calls"][0]["name"], "add");
+    assert!(r["calls"][0]["arguments"]["a"].is_number(), "{r}");
+}
+
+#[test]
+fn an_uncompilable_definition_names_the_function_and_the_keyword() {
+    let home = tempfile::tempdir().unwrap();
+    let f = home.path().join("bad.json");
+    std::fs::write(
+        &f,
+        r#"[{"name": "fine", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}},
+            {"name": "broken", "parameters": {"type": "object", "properties": {"when": {"type": "string", "pattern": "(?<=a)b"}}}}]"#,
+    )
+    .unwrap();
+    cairn(home.path())
+        .args(["call", "--model"])
+        .arg(preset_path("smollm2-135m"))
+        .arg("--functions")
+        .arg(&f)
+        .arg("hi")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "function `broken`: its parameters cannot be used for decoding: parameter `when`, keyword `pattern`",
+        ));
+}
+
+#[test]
+fn bad_definitions_and_an_empty_question_fail_before_the_model_loads() {
+    let home = tempfile::tempdir().unwrap();
+    let f = home.path().join("dup.json");
+    std::fs::write(&f, r#"[{"name": "a"}, {"name": "a"}]"#).unwrap();
+    cairn(home.path())
+        .args(["call", "--model", "/nonexistent.gguf", "--functions"])
+        .arg(&f)
+        .arg("hi")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("two functions are named `a`"));
+    cairn(home.path())
+        .args(["call", "--model", "/nonexistent.gguf", "--functions"])
+        .arg(functions_file())
+        .arg(" ")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("the question is empty"));
+}
+
+#[test]
+fn json_lines_answers_each_line_in_order_and_reports_bad_lines() {
+    let home = tempfile::tempdir().unwrap();
+    let defs: Value =
+        serde_json::from_str(&std::fs::read_to_string(functions_file()).unwrap()).unwrap();
+    let input = home.path().join("in.jsonl");
+    let lines = [
+        json!({"id": "a", "question": "What is the weather in Paris?", "functions": defs})
+            .to_string(),
+        "{not json".to_string(),
+        json!({"id": "c", "question": "Convert 10 euros to US dollars.", "functions": defs})
+            .to_string(),
+    ];
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let out = cairn(home.path())
+        .args(["call", "--model"])
+        .arg(preset_path("qwen2.5-coder-0.5b"))
+        .arg("--json-lines")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a bad line makes exit 1");
+    let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["id"], "a");
+    assert_eq!(rows[0]["calls"][0]["name"], "get_weather");
+    assert_eq!(rows[1]["id"], 2);
+    assert!(rows[1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("line 2: not valid JSON"));
+    assert_eq!(rows[2]["id"], "c");
+    assert_eq!(rows[2]["calls"][0]["name"], "convert_currency");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("prompt tokens reused from the cache"),
+        "{stderr}"
+    );
+}
+
+/// A random parameter schema a byte-level tiny model can finish: bounded strings and arrays,
+/// enums, bounded integers, a nested object.
+fn random_params(rng: &mut Rng, depth: usize) -> Value {
+    let n = 1 + (rng.next_u64() % 3) as usize;
+    let mut props = serde_json::Map::new();
+    let mut required = Vec::new();
+    for i in 0..n {
+        let name = format!("p{i}");
+        let s = match rng.next_u64() % 5 {
+            0 => json!({"type": "string", "maxLength": 4}),
+            1 => json!({"enum": ["red", "green", 7]}),
+            2 => json!({"type": "integer", "minimum": -50, "maximum": 50}),
+            3 => json!({"type": "array", "items": {"type": "boolean"}, "maxItems": 3}),
+            _ if depth == 0 => random_params(rng, depth + 1),
+            _ => json!({"type": "boolean"}),
+        };
+        if rng.next_u64() % 2 == 0 {
+            required.push(name.clone());
+        }
+        props.insert(name, s);
+    }
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+#[test]
+fn two_hundred_random_questions_on_tiny_models_always_give_valid_calls() {
+    let mut rng = Rng::new(7);
+    for spec in [TinySpec::llama(), TinySpec::qwen2()] {
+        let spec = TinySpec {
+            context: 4096,
+            ..spec
+        };
+        let (_dir, path) = tiny_model(&spec);
+        let lm = cairn::model::LoadedModel::load(
+            &path,
+            None,
+            &cairn::model::arch::LoadOptions::default(),
+        )
+        .unwrap();
+        let mut caller = FunctionCaller::new(lm, SamplingParams::default()).unwrap();
+        for q in 0..100 {
+            let nf = 1 + (rng.next_u64() % 3) as usize;
+            let defs: Vec<Value> = (0..nf)
+                .map(|i| {
+                    json!({"type": "function", "function": {
+                        "name": format!("f{i}"), "description": format!("Function {i}."),
+                        "parameters": random_params(&mut rng, 0)}})
+                })
+                .collect();
+            let (fs, _) = functions::from_value(&json!(defs), "random").unwrap();
+            let opts = CallOptions {
+                parallel: rng.next_u64() % 3 == 0,
+                require_call: rng.next_u64() % 2 == 0,
+                max_tokens: 2500,
+            };
+            let words = ["weather", "add", "red", "what", "is", "3", "please"];
+            let question: Vec<&str> = (0..4)
+                .map(|_| words[(rng.next_u64() % words.len() as u64) as usize])
+                .collect();
+            let question = question.join(" ");
+            let r = caller
+                .call(&question, &fs, &opts)
+                .unwrap_or_else(|e| panic!("{} question {q}: {e}", spec.arch));
+            let out = &r.output;
+            if opts.require_call {
+                assert!(!out.calls.is_empty(), "question {q}: a call was required");
+            }
+            if !opts.parallel {
+                assert!(out.calls.len() <= 1, "question {q}: one call at most");
+            }
+            if out.calls.is_empty() {
+                assert!(out.text.is_some(), "question {q}: no call and no text");
+            }
+            for c in &out.calls {
+                let f = fs
+                    .iter()
+                    .find(|f| f.name == c.name)
+                    .unwrap_or_else(|| panic!("question {q}: unknown function {}", c.name));
+                assert!(
+                    jsonschema::is_valid(&f.parameters, &c.arguments),
+                    "{} question {q}: {} does not validate against {}",
+                    spec.arch,
+                    c.arguments,
+                    f.parameters
+                );
+            }
+        }
+    }
+}
