@@ -242,7 +242,7 @@ fn random_params(rng: &mut Rng, depth: usize) -> Value {
             _ if depth == 0 => random_params(rng, depth + 1),
             _ => json!({"type": "boolean"}),
         };
-        if rng.next_u64() % 2 == 0 {
+        if rng.next_u64().is_multiple_of(2) {
             required.push(name.clone());
         }
         props.insert(name, s);
@@ -277,8 +277,8 @@ fn two_hundred_random_questions_on_tiny_models_always_give_valid_calls() {
                 .collect();
             let (fs, _) = functions::from_value(&json!(defs), "random").unwrap();
             let opts = CallOptions {
-                parallel: rng.next_u64() % 3 == 0,
-                require_call: rng.next_u64() % 2 == 0,
+                parallel: rng.next_u64().is_multiple_of(3),
+                require_call: rng.next_u64().is_multiple_of(2),
                 max_tokens: 2500,
             };
             let words = ["weather", "add", "red", "what", "is", "3", "please"];

@@ -79,7 +79,6 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
         parallel: args.parallel,
         require_call: args.require_call,
         max_tokens: sampling.max_tokens,
-        ..CallOptions::default()
     };
     // Read and check the input before the (slow) model load.
     let single = match (&args.question, &args.functions, &args.json_lines) {
