@@ -23,6 +23,8 @@
 //! - [`tools`]: the `Tool` trait and the [`tools::ToolRegistry`] (argument validation against
 //!   JSON Schema, timeouts, output truncation); the built-in `sql`, `calculator` and `search`
 //!   tools and tools declared in a TOML manifest.
+//! - [`eval`]: batch runs (resumable, sharded, several jobs), the naive baseline loop,
+//!   answer scoring and the metrics report.
 //! - [`index`]: the FTS5 index of the user's documents that `cairn index` builds and `search`
 //!   reads (chunks with line ranges, incremental updates, BM25).
 //!
@@ -34,6 +36,7 @@ pub mod call;
 pub mod cli;
 pub mod config;
 pub mod constrain;
+pub mod eval;
 pub mod index;
 pub mod memory;
 pub mod model;

@@ -179,6 +179,9 @@ pub struct ToolCall {
     pub args: serde_json::Value,
     /// Whether it returned an observation.
     pub ok: bool,
+    /// Whether the step was a well-formed call: a known tool with arguments valid against its
+    /// schema (always, under cairn's step schema, unless the step was cut off).
+    pub valid: bool,
     /// The error text when it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -209,6 +212,8 @@ pub struct AgentResult {
     pub reused_tokens: usize,
     /// Tokens generated over all rounds.
     pub generated_tokens: usize,
+    /// Of those, tokens forced by the step schema (fed without sampling).
+    pub forced_tokens: usize,
     /// Wall time of the task in milliseconds.
     pub latency_ms: u64,
     /// What went wrong, for stops without an answer (and the last error for `failures`).
@@ -228,6 +233,31 @@ pub struct AgentResult {
     /// Problems that did not stop the task (a memory write that failed), said once each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+impl AgentResult {
+    /// The result of a task that has just started: nothing done yet, stop reason `error`
+    /// until the loop sets the real one.
+    pub fn started(session: Option<&str>) -> Self {
+        AgentResult {
+            answer: String::new(),
+            stop_reason: StopReason::Error,
+            rounds: 0,
+            tool_calls: Vec::new(),
+            prompt_tokens: 0,
+            reused_tokens: 0,
+            generated_tokens: 0,
+            forced_tokens: 0,
+            latency_ms: 0,
+            error: None,
+            dead_loops: 0,
+            retries: 0,
+            circuits_opened: Vec::new(),
+            dropped_rounds: 0,
+            session: session.map(str::to_string),
+            warnings: Vec::new(),
+        }
+    }
 }
 
 /// Why an agent could not be set up.

@@ -76,17 +76,7 @@ impl ModelPolicy {
     /// trie of the constraint engine once (about half a second for a 150k vocabulary).
     pub fn new(lm: LoadedModel, sampling: SamplingParams) -> Result<Self, AgentError> {
         let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
-        let session = lm.session();
-        Ok(ModelPolicy {
-            lm,
-            session,
-            compiler,
-            constraints: HashMap::new(),
-            generated: HashMap::new(),
-            last: None,
-            sampling,
-            reuse: true,
-        })
+        Ok(Self::with_compiler(lm, compiler, sampling))
     }
 
     /// Turns prefix reuse off (every round re-prefills its whole prompt): for measuring what
@@ -104,6 +94,68 @@ impl ModelPolicy {
     /// Empties the KV cache: the next decode prefills its whole prompt.
     pub fn clear_cache(&mut self) {
         self.session.clear();
+    }
+
+    /// Builds a policy on `lm` with an already built constraint compiler (batch jobs share
+    /// one token trie).
+    pub fn with_compiler(
+        lm: LoadedModel,
+        compiler: ConstraintCompiler,
+        sampling: SamplingParams,
+    ) -> Self {
+        let session = lm.session();
+        ModelPolicy {
+            lm,
+            session,
+            compiler,
+            constraints: HashMap::new(),
+            generated: HashMap::new(),
+            last: None,
+            sampling,
+            reuse: true,
+        }
+    }
+
+    /// The constraint compiler (to share with more policies on the same model).
+    pub fn compiler(&self) -> &ConstraintCompiler {
+        &self.compiler
+    }
+
+    /// Decodes the reply to `messages` without any schema, until the end of the turn or
+    /// `max_tokens`: the naive baseline's way of asking for a step.
+    pub fn decode_free(
+        &mut self,
+        messages: &[Message],
+        max_tokens: usize,
+    ) -> Result<Decoded, AgentError> {
+        let ids = self.encode(messages)?;
+        let opts = GenerateOptions {
+            max_tokens,
+            sampling: self.sampling,
+        };
+        let start = Instant::now();
+        let g = generate_constrained(
+            &mut self.session,
+            &self.lm.tokenizer,
+            &ids,
+            &opts,
+            None,
+            &mut |_| Ok(()),
+        )?;
+        let total_ms = start.elapsed().as_secs_f64() * 1000.0;
+        self.generated.insert(g.text.clone(), g.tokens.clone());
+        let prefill_ms = g.time_to_first_token.as_secs_f64() * 1000.0;
+        Ok(Decoded {
+            complete: g.stop == crate::model::generate::StopReason::Eos,
+            prompt_tokens: ids.len(),
+            reused_tokens: g.reused_tokens,
+            generated_tokens: g.tokens.len(),
+            sampled_tokens: g.sampled_tokens,
+            forced_tokens: 0,
+            prefill_ms,
+            decode_ms: (total_ms - prefill_ms).max(0.0),
+            text: g.text,
+        })
     }
 
     /// The loaded model.

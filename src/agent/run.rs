@@ -105,6 +105,11 @@ impl<P: Policy> Agent<P> {
         &mut self.policy
     }
 
+    /// The policy and the tools at once (the naive baseline drives both).
+    pub fn parts_mut(&mut self) -> (&mut P, &ToolRegistry) {
+        (&mut self.policy, &self.tools)
+    }
+
     /// The tools.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
@@ -146,23 +151,7 @@ impl<P: Policy> Agent<P> {
         let mut run = TaskRun {
             start,
             deadline: self.options.timeout.map(|t| start + t),
-            result: AgentResult {
-                answer: String::new(),
-                stop_reason: StopReason::Error,
-                rounds: 0,
-                tool_calls: Vec::new(),
-                prompt_tokens: 0,
-                reused_tokens: 0,
-                generated_tokens: 0,
-                latency_ms: 0,
-                error: None,
-                dead_loops: 0,
-                retries: 0,
-                circuits_opened: Vec::new(),
-                dropped_rounds: 0,
-                session: session.map(str::to_string),
-                warnings: Vec::new(),
-            },
+            result: AgentResult::started(session),
             session: None,
             last_ok: None,
         };
@@ -348,6 +337,7 @@ impl<P: Policy> Agent<P> {
             run.result.prompt_tokens += decoded.prompt_tokens;
             run.result.reused_tokens += decoded.reused_tokens;
             run.result.generated_tokens += decoded.generated_tokens;
+            run.result.forced_tokens += decoded.forced_tokens;
             let mut record = StepRecord {
                 round: round as i64,
                 prompt_tokens: decoded.prompt_tokens as i64,
@@ -378,6 +368,17 @@ impl<P: Policy> Agent<P> {
                     );
                     record.args_json = decoded.text.clone();
                     self.end_step(run, &mut record, "bad_step", &observation, step_start);
+                    run.result.tool_calls.push(ToolCall {
+                        round,
+                        tool: String::new(),
+                        args: Value::String(decoded.text.clone()),
+                        ok: false,
+                        valid: false,
+                        error: Some(why.clone()),
+                        error_class: Some(ErrorClass::InvalidInput),
+                        cached: false,
+                        attempts: 0,
+                    });
                     rounds.push(RoundText {
                         step: decoded.text,
                         observation,
@@ -511,6 +512,9 @@ impl<P: Policy> Agent<P> {
                 tool: step.action.clone(),
                 args: step.args.clone(),
                 ok,
+                valid: !error_text
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("invalid arguments for `")),
                 error: error_text.clone(),
                 error_class: class,
                 cached,

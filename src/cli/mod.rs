@@ -75,6 +75,10 @@ pub enum Command {
     Run(commands::run::RunArgs),
     /// Talk to the agent: one task per line, multi-turn, resumable (`--session S`).
     Chat(commands::chat::ChatArgs),
+    /// Run many tasks from a JSONL file; resumable, sharded, several jobs.
+    Batch(commands::batch::BatchArgs),
+    /// Run a task suite, score it, and print the metrics (side by side with --baseline naive).
+    Eval(commands::batch::EvalArgs),
     /// Function calling: pick a function and fill its arguments, valid by construction.
     Call(commands::call::CallArgs),
     /// Raw generation from a prompt, streamed to stdout.
@@ -178,6 +182,8 @@ pub fn run(cli: Cli) -> ExitCode {
         match cli.command {
             Command::Run(args) => commands::run::run(&config, &args, index_given),
             Command::Chat(args) => commands::chat::run(&config, &args, index_given),
+            Command::Batch(args) => commands::batch::run(&config, &args, index_given),
+            Command::Eval(args) => commands::batch::eval(&config, &args, index_given),
             Command::Call(args) => commands::call::run(&config, &args),
             Command::Generate(args) => commands::generate::run(&config, &args),
             Command::Bench(args) => commands::bench::run(&config, &args),

@@ -33,7 +33,9 @@ use arch::LoadOptions;
 use template::ChatTemplate;
 use tokenizer::Tokenizer;
 
-/// A model ready to run: weights, tokenizer and chat template from one GGUF file.
+/// A model ready to run: weights, tokenizer and chat template from one GGUF file. Cheap to
+/// clone: the weights and the tokenizer are shared (one clone per batch job).
+#[derive(Clone)]
 pub struct LoadedModel {
     /// The weights and forward pass, shared by every session.
     pub model: Arc<Model>,

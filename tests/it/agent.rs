@@ -484,7 +484,8 @@ fn a_step_cut_off_by_the_token_limit_is_a_failed_round_shown_to_the_model() {
     let r = a.run_task("add many ones", None);
     assert_eq!(r.stop_reason, StopReason::FinalAnswer);
     assert_eq!(r.rounds, 2);
-    assert!(r.tool_calls.is_empty());
+    assert_eq!(r.tool_calls.len(), 1, "the cut-off step is an invalid call");
+    assert!(!r.tool_calls[0].valid && !r.tool_calls[0].ok);
     let obs = &a.policy().prompts[1].last().unwrap().content;
     assert!(obs.contains("cut off at the limit of 40 tokens"), "{obs}");
 }

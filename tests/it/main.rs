@@ -3,6 +3,7 @@
 
 mod agent;
 mod agent_e2e;
+mod batch;
 mod calculator;
 mod call;
 mod cli;

@@ -1,6 +1,7 @@
 //! One file per subcommand. Each exposes its clap argument struct and
 //! `run(&Config, &Args) -> anyhow::Result<ExitCode>`.
 
+pub mod batch;
 pub mod bench;
 pub mod call;
 pub mod chat;

@@ -175,6 +175,24 @@ pub fn build_agent(
     args: &AgentArgs,
     index_given: bool,
 ) -> anyhow::Result<Agent<ModelPolicy>> {
+    let memory = (!args.no_memory).then(|| config.memory.clone());
+    let mut agents = build_agents(config, args, index_given, 1, memory.as_deref(), true)?;
+    agents
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("no agent was built"))
+}
+
+/// Like [`build_agent`], `jobs` agents sharing one loaded model and one token trie, each
+/// with its own KV cache and memory connection (`memory`: the memory file, or none). Rounds
+/// are printed on stderr when `rounds_on_stderr` (or at -v).
+pub fn build_agents(
+    config: &Config,
+    args: &AgentArgs,
+    index_given: bool,
+    jobs: usize,
+    memory: Option<&Path>,
+    rounds_on_stderr: bool,
+) -> anyhow::Result<Vec<Agent<ModelPolicy>>> {
     let options = args.options(config)?;
     let mut config = config.clone();
     if let Some(db) = &config.db {
@@ -192,31 +210,42 @@ pub fn build_agent(
             anyhow::bail!("--db: {why}");
         }
     }
-    let memory = if args.no_memory {
-        None
-    } else {
-        Some(MemoryStore::open(&config.memory)?)
-    };
-    let trace = match &args.trace {
-        Some(p) => Some(
-            TraceWriter::create(p)
-                .with_context(|| format!("cannot open the trace file {}", p.display()))?,
-        ),
-        None => None,
-    };
     let opts = args.sampling.options()?;
+    if let Some(p) = &args.trace {
+        // Fail before the model load when the trace cannot be written.
+        TraceWriter::create(p)
+            .with_context(|| format!("cannot open the trace file {}", p.display()))?;
+    }
     let lm = super::load_model(&config, args.sampling.tokenizer.as_deref())?;
-    let policy = ModelPolicy::new(lm, opts.sampling)?;
-    let mut agent = Agent::new(policy, tools, memory, options)?;
-    if config.verbosity >= Verbosity::Normal {
-        agent.add_sink(Box::new(ProgressPrinter::new(
-            config.verbosity >= Verbosity::Verbose,
-        )));
+    let first = ModelPolicy::new(lm.clone(), opts.sampling)?;
+    let compiler = first.compiler().clone();
+    let mut policies = vec![first];
+    for _ in 1..jobs.max(1) {
+        policies.push(ModelPolicy::with_compiler(
+            lm.clone(),
+            compiler.clone(),
+            opts.sampling,
+        ));
     }
-    if let Some(t) = trace {
-        agent.add_sink(Box::new(t));
+    let mut agents = Vec::new();
+    for policy in policies {
+        let store = match memory {
+            Some(m) => Some(MemoryStore::open(m)?),
+            None => None,
+        };
+        let mut agent = Agent::new(policy, tools.clone(), store, options.clone())?;
+        let verbose = config.verbosity >= Verbosity::Verbose;
+        if (rounds_on_stderr && config.verbosity >= Verbosity::Normal) || verbose {
+            agent.add_sink(Box::new(ProgressPrinter::new(verbose)));
+        }
+        if let Some(p) = &args.trace {
+            let t = TraceWriter::create(p)
+                .with_context(|| format!("cannot open the trace file {}", p.display()))?;
+            agent.add_sink(Box::new(t));
+        }
+        agents.push(agent);
     }
-    Ok(agent)
+    Ok(agents)
 }
 
 /// A new session name for a `cairn run` without `--session`: `run-` and the UTC time.

@@ -1,0 +1,350 @@
+//! `cairn batch IN.jsonl`: many tasks, one output line each (design.md's format), resumable,
+//! with several jobs and shards; and `cairn eval SUITE.jsonl`: a suite run through cairn's
+//! loop (and the naive baseline), scored, with the metrics report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::run::{build_agents, AgentArgs};
+use crate::config::{Config, Verbosity};
+use crate::eval::batch::{self, LoopKind, OutputFile, Shard};
+use crate::eval::{read_tasks, report_markdown, LoopReport, Metrics, OutputLine, Task};
+
+/// Flags of `cairn batch`.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// The tasks: one JSON object a line, {"id", "task", "session"?}.
+    #[arg(value_name = "IN.jsonl")]
+    pub input: PathBuf,
+    /// The output file; re-running with it skips ids already there (default: IN.out.jsonl).
+    #[arg(long, value_name = "OUT.jsonl")]
+    pub out: Option<PathBuf>,
+    /// Tasks run at once (sessions in parallel; one session's tasks always in file order).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub jobs: usize,
+    /// Take only the session groups whose position modulo N is I (0-based), to split a file
+    /// across machines.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// The agent loop's flags (`--session` is ignored: sessions come from the lines).
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// Flags of `cairn eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The suite: batch lines with "expect": [accepted answers] and an optional "kind".
+    #[arg(value_name = "SUITE.jsonl")]
+    pub suite: PathBuf,
+    /// Also run this baseline on the same model and tools, side by side (`naive`).
+    #[arg(long, value_name = "NAME", value_parser = ["naive"])]
+    pub baseline: Option<String>,
+    /// Write the markdown report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Write every task's output line (with its loop) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub results: Option<PathBuf>,
+    /// Print one JSON object (metrics, by_kind, and the baseline's) instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    /// Tasks run at once.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub jobs: usize,
+    /// The agent loop's flags.
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// Progress on stderr: done/total, rate, time left; one line rewritten in a terminal.
+struct Progress {
+    total: usize,
+    done: usize,
+    unanswered: usize,
+    start: Instant,
+    tty: bool,
+    show: bool,
+    label: &'static str,
+}
+
+impl Progress {
+    fn tick(&mut self, line: &OutputLine) {
+        self.done += 1;
+        if !matches!(
+            line.stop_reason.as_str(),
+            "final_answer" | "max_rounds" | "stop_when"
+        ) || line.answer.is_empty()
+        {
+            self.unanswered += 1;
+        }
+        if !self.show {
+            return;
+        }
+        let secs = self.start.elapsed().as_secs_f64();
+        let rate = self.done as f64 / secs.max(1e-9);
+        let left = (self.total - self.done) as f64 / rate.max(1e-9);
+        let msg = format!(
+            "{}: {}/{} done, {} without an answer, {:.1} tasks/min, about {:.0} s left",
+            self.label,
+            self.done,
+            self.total,
+            self.unanswered,
+            rate * 60.0,
+            left
+        );
+        if self.tty {
+            eprint!("\r{msg}\x1b[K");
+            if self.done == self.total {
+                eprintln!();
+            }
+        } else {
+            eprintln!("{msg}");
+        }
+    }
+}
+
+fn default_out(input: &std::path::Path) -> PathBuf {
+    let stem = input
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "batch".into());
+    input.with_file_name(format!("{stem}.out.jsonl"))
+}
+
+/// Runs `cairn batch`.
+pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Result<ExitCode> {
+    if args.jobs == 0 {
+        anyhow::bail!("--jobs must be at least 1");
+    }
+    let (tasks, bad) = read_tasks(&args.input)
+        .with_context(|| format!("cannot read the tasks {}", args.input.display()))?;
+    for b in &bad {
+        eprintln!(
+            "error: {} line {}: {}; the line is skipped",
+            args.input.display(),
+            b.line,
+            b.error
+        );
+    }
+    let out_path = args.out.clone().unwrap_or_else(|| default_out(&args.input));
+    let batch::Existing {
+        ids: done, dropped, ..
+    } = batch::read_done(&out_path)
+        .with_context(|| format!("cannot read the output file {}", out_path.display()))?;
+    if dropped > 0 {
+        eprintln!(
+            "note: {dropped} unreadable lines in {} (cut by an interruption) will be redone",
+            out_path.display()
+        );
+    }
+    let tasks: Vec<Task> = tasks.into_iter().map(|(_, t)| t).collect();
+    let groups: Vec<Vec<usize>> = batch::plan(&tasks, args.shard)
+        .into_iter()
+        .map(|g| {
+            g.into_iter()
+                .filter(|&i| !done.contains(&tasks[i].id))
+                .collect::<Vec<_>>()
+        })
+        .filter(|g| !g.is_empty())
+        .collect();
+    let todo: usize = groups.iter().map(Vec::len).sum();
+    let show = config.verbosity >= Verbosity::Normal;
+    if show {
+        eprintln!(
+            "batch: {} tasks in {}, {} already in {}, {todo} to run",
+            tasks.len(),
+            args.input.display(),
+            done.len(),
+            out_path.display()
+        );
+    }
+    let mut unanswered = 0;
+    if todo > 0 {
+        let memory = (!args.agent.no_memory).then(|| config.memory.clone());
+        let jobs = args.jobs.min(groups.len()).max(1);
+        let agents = build_agents(
+            config,
+            &args.agent,
+            index_given,
+            jobs,
+            memory.as_deref(),
+            false,
+        )?;
+        let mut out = OutputFile::append(&out_path)
+            .with_context(|| format!("cannot write {}", out_path.display()))?;
+        let mut progress = Progress {
+            total: todo,
+            done: 0,
+            unanswered: 0,
+            start: Instant::now(),
+            tty: std::io::stderr().is_terminal(),
+            show,
+            label: "batch",
+        };
+        let mut write_error = None;
+        let no_memory = args.agent.no_memory;
+        let session_of = move |t: &Task| -> Option<String> {
+            if no_memory {
+                None
+            } else {
+                Some(
+                    t.session
+                        .clone()
+                        .unwrap_or_else(|| format!("batch-{}", t.id)),
+                )
+            }
+        };
+        batch::run(
+            &tasks,
+            groups,
+            agents,
+            LoopKind::Cairn,
+            &session_of,
+            &mut |_, line| {
+                if write_error.is_none() {
+                    if let Err(e) = out.write(&line) {
+                        write_error = Some(e);
+                    }
+                }
+                progress.tick(&line);
+            },
+        );
+        if let Some(e) = write_error {
+            return Err(e).with_context(|| format!("cannot write {}", out_path.display()));
+        }
+        unanswered = progress.unanswered;
+        let ids: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
+        out.put_in_order(&ids)
+            .with_context(|| format!("cannot reorder {}", out_path.display()))?;
+    }
+    if show {
+        eprintln!("batch: results in {}", out_path.display());
+    }
+    Ok(if bad.is_empty() && unanswered == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Runs the suite through one loop and returns its output lines in suite order.
+fn run_loop(
+    config: &Config,
+    args: &EvalArgs,
+    index_given: bool,
+    tasks: &[Task],
+    kind: LoopKind,
+) -> anyhow::Result<Vec<OutputLine>> {
+    // A private memory file, so earlier evaluations cannot leak into this one.
+    let memory = std::env::temp_dir().join(format!(
+        "cairn-eval-{}-{}-{}.sqlite",
+        std::process::id(),
+        kind.as_str(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    let groups = batch::plan(tasks, None);
+    let jobs = args.jobs.min(groups.len()).max(1);
+    let agents = build_agents(config, &args.agent, index_given, jobs, Some(&memory), false)?;
+    let mut progress = Progress {
+        total: tasks.len(),
+        done: 0,
+        unanswered: 0,
+        start: Instant::now(),
+        tty: std::io::stderr().is_terminal(),
+        show: config.verbosity >= Verbosity::Normal,
+        label: kind.as_str(),
+    };
+    let mut lines: Vec<Option<OutputLine>> = vec![None; tasks.len()];
+    let session_of = |t: &Task| {
+        Some(
+            t.session
+                .clone()
+                .unwrap_or_else(|| format!("eval-{}", t.id)),
+        )
+    };
+    batch::run(tasks, groups, agents, kind, &session_of, &mut |i, line| {
+        progress.tick(&line);
+        lines[i] = Some(line);
+    });
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", memory.display()));
+    }
+    Ok(lines.into_iter().flatten().collect())
+}
+
+/// Runs `cairn eval`.
+pub fn eval(config: &Config, args: &EvalArgs, index_given: bool) -> anyhow::Result<ExitCode> {
+    if args.jobs == 0 {
+        anyhow::bail!("--jobs must be at least 1");
+    }
+    let (tasks, bad) = read_tasks(&args.suite)
+        .with_context(|| format!("cannot read the suite {}", args.suite.display()))?;
+    if let Some(b) = bad.first() {
+        anyhow::bail!(
+            "{} line {}: {} (a suite must be whole to be scored; fix the line)",
+            args.suite.display(),
+            b.line,
+            b.error
+        );
+    }
+    let tasks: Vec<Task> = tasks.into_iter().map(|(_, t)| t).collect();
+    if let Some(t) = tasks.iter().find(|t| t.expect.is_empty()) {
+        anyhow::bail!(
+            "{}: task `{}` has no \"expect\" answers; every suite task needs at least one",
+            args.suite.display(),
+            t.id
+        );
+    }
+    let mut kinds = vec![LoopKind::Cairn];
+    if args.baseline.is_some() {
+        kinds.push(LoopKind::Naive);
+    }
+    let mut reports = Vec::new();
+    let mut all_lines = Vec::new();
+    for kind in kinds {
+        let lines = run_loop(config, args, index_given, &tasks, kind)?;
+        let pairs: Vec<(&Task, &OutputLine)> = tasks
+            .iter()
+            .filter_map(|t| lines.iter().find(|l| l.id == t.id).map(|l| (t, l)))
+            .collect();
+        let (metrics, by_kind) = Metrics::by_kind(&pairs);
+        reports.push(LoopReport {
+            r#loop: kind.as_str().to_string(),
+            metrics,
+            by_kind,
+        });
+        all_lines.extend(lines);
+    }
+    let title = format!("cairn eval {}", args.suite.display());
+    let md = report_markdown(&title, &reports);
+    if let Some(p) = &args.report {
+        std::fs::write(p, &md).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if let Some(p) = &args.results {
+        let text: Vec<String> = all_lines
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<_, _>>()?;
+        std::fs::write(p, text.join("\n") + "\n")
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if args.json {
+        let mut v = serde_json::to_value(&reports[0])?;
+        if let Some(b) = reports.get(1) {
+            v["baseline"] = serde_json::to_value(b)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{md}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

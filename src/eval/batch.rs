@@ -1,0 +1,271 @@
+//! Running many tasks: session groups in file order, several jobs at once (each its own KV
+//! cache over shared weights), shards for external schedulers, and an output file that is
+//! appended line by line as tasks finish (so a kill loses no finished line) and put in input
+//! order at the end. Re-running with the same output file skips the ids already in it.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
+
+use super::{naive, OutputLine, Task};
+use crate::agent::{Agent, ModelPolicy};
+
+/// Which loop runs the tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopKind {
+    /// cairn's agent loop.
+    Cairn,
+    /// The naive baseline.
+    Naive,
+}
+
+impl LoopKind {
+    /// `cairn` or `naive`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoopKind::Cairn => "cairn",
+            LoopKind::Naive => "naive",
+        }
+    }
+}
+
+/// `--shard I/N`: this run takes the session groups whose position modulo N is I.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, 0-based.
+    pub index: usize,
+    /// How many shards.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("--shard `{s}`: expected I/N with 0 <= I < N, like 0/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: usize = i.trim().parse().map_err(|_| bad())?;
+        let count: usize = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// The groups of tasks to run, as indices into `tasks`: one group per session (its tasks in
+/// file order), one per task without a session, in order of first appearance; with a shard,
+/// only the groups whose position modulo N is I.
+pub fn plan(tasks: &[Task], shard: Option<Shard>) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut by_session: HashMap<&str, usize> = HashMap::new();
+    for (i, t) in tasks.iter().enumerate() {
+        match &t.session {
+            Some(s) => match by_session.get(s.as_str()) {
+                Some(&g) => groups[g].push(i),
+                None => {
+                    by_session.insert(s, groups.len());
+                    groups.push(vec![i]);
+                }
+            },
+            None => groups.push(vec![i]),
+        }
+    }
+    match shard {
+        Some(sh) => groups
+            .into_iter()
+            .enumerate()
+            .filter(|(g, _)| g % sh.count == sh.index)
+            .map(|(_, v)| v)
+            .collect(),
+        None => groups,
+    }
+}
+
+/// What an existing output file holds.
+#[derive(Debug, Default)]
+pub struct Existing {
+    /// The ids with a line.
+    pub ids: HashSet<String>,
+    /// Each id with its line, in file order.
+    pub lines: Vec<(String, String)>,
+    /// Lines that could not be read (cut by an interruption); their tasks run again.
+    pub dropped: usize,
+}
+
+/// Reads an existing output file (none: nothing done).
+pub fn read_done(path: &Path) -> std::io::Result<Existing> {
+    let mut ids = HashSet::new();
+    let mut lines = Vec::new();
+    let mut dropped = 0;
+    if !path.exists() {
+        return Ok(Existing::default());
+    }
+    let f = std::fs::File::open(path)?;
+    for line in std::io::BufReader::new(f).lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<OutputLine>(&line) {
+            Ok(o) => {
+                if ids.insert(o.id.clone()) {
+                    lines.push((o.id, line));
+                }
+            }
+            // A line cut by a kill mid-write: its task runs again.
+            Err(_) => dropped += 1,
+        }
+    }
+    Ok(Existing {
+        ids,
+        lines,
+        dropped,
+    })
+}
+
+/// Runs `groups` of `tasks` on the given agents (one job each) and hands each output line to
+/// `on_line` as soon as its task ends. `session_of` names the memory session of a task
+/// (`None`: no memory).
+pub fn run(
+    tasks: &[Task],
+    groups: Vec<Vec<usize>>,
+    agents: Vec<Agent<ModelPolicy>>,
+    kind: LoopKind,
+    session_of: &(dyn Fn(&Task) -> Option<String> + Sync),
+    on_line: &mut dyn FnMut(usize, OutputLine),
+) {
+    let queue = Mutex::new(groups.into_iter().collect::<VecDeque<_>>());
+    let (tx, rx) = mpsc::channel::<(usize, OutputLine)>();
+    std::thread::scope(|scope| {
+        for mut agent in agents {
+            let tx = tx.clone();
+            let queue = &queue;
+            scope.spawn(move || loop {
+                let Some(group) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front()
+                else {
+                    break;
+                };
+                for i in group {
+                    let t = &tasks[i];
+                    let result = match kind {
+                        LoopKind::Cairn => agent.run_task(&t.task, session_of(t).as_deref()),
+                        LoopKind::Naive => {
+                            let rounds = agent.options().max_rounds;
+                            let max_tokens = agent.options().max_step_tokens;
+                            let (policy, tools) = agent.parts_mut();
+                            naive::run_naive(policy, tools, &t.task, rounds, max_tokens)
+                        }
+                    };
+                    let line = OutputLine::from_result(&t.id, &result, kind.as_str());
+                    if tx.send((i, line)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, line) in rx {
+            on_line(i, line);
+        }
+    });
+}
+
+/// Appends output lines to a file as they come, flushed each time.
+pub struct OutputFile {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl OutputFile {
+    /// Opens `path` for appending (created if missing).
+    pub fn append(path: &Path) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Writes one line and flushes it to the file.
+    pub fn write(&mut self, line: &OutputLine) -> std::io::Result<()> {
+        let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
+        // One write call per line, so a line is never interleaved or half-kept by a kill
+        // of this process after the call returns.
+        self.file.write_all(format!("{text}\n").as_bytes())?;
+        self.file.flush()
+    }
+
+    /// Rewrites the file with its lines in the order of `ids` (lines of other ids after
+    /// them), through a temporary file and a rename, so the file is whole at every moment.
+    pub fn put_in_order(&self, ids: &[String]) -> std::io::Result<()> {
+        let existing = read_done(&self.path)?;
+        let mut by_id: HashMap<String, String> = existing.lines.into_iter().collect();
+        let mut out = String::new();
+        for id in ids {
+            if let Some(l) = by_id.remove(id) {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        let mut rest: Vec<(String, String)> = by_id.into_iter().collect();
+        rest.sort();
+        for (_, l) in rest {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        let tmp = self.path.with_extension("jsonl.tmp");
+        std::fs::write(&tmp, out)?;
+        std::fs::rename(&tmp, &self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(id: &str, session: Option<&str>) -> Task {
+        Task {
+            id: id.into(),
+            task: "x".into(),
+            session: session.map(str::to_string),
+            expect: vec![],
+            kind: None,
+        }
+    }
+
+    #[test]
+    fn sessions_keep_file_order_and_shards_cover_every_task_once() {
+        let tasks = vec![
+            t("1", Some("a")),
+            t("2", None),
+            t("3", Some("b")),
+            t("4", Some("a")),
+            t("5", None),
+            t("6", Some("b")),
+            t("7", Some("c")),
+        ];
+        let all = plan(&tasks, None);
+        assert_eq!(all, vec![vec![0, 3], vec![1], vec![2, 5], vec![4], vec![6]]);
+        for n in 1..=4 {
+            let mut seen: Vec<usize> = (0..n)
+                .flat_map(|i| plan(&tasks, Some(Shard { index: i, count: n })))
+                .flatten()
+                .collect();
+            seen.sort();
+            assert_eq!(seen, (0..7).collect::<Vec<_>>(), "{n} shards");
+        }
+        assert!("3/3".parse::<Shard>().is_err());
+        assert!("1/0".parse::<Shard>().is_err());
+        assert_eq!(
+            "1/4".parse::<Shard>().unwrap(),
+            Shard { index: 1, count: 4 }
+        );
+    }
+}
