@@ -67,7 +67,7 @@ impl Default for AgentOptions {
             retry_base: Duration::from_millis(200),
             timeout: None,
             stop_when: None,
-            max_step_tokens: 320,
+            max_step_tokens: 512,
             self_check: None,
             history_tokens: 512,
             facts: 5,

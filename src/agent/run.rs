@@ -525,6 +525,11 @@ impl<P: Policy> Agent<P> {
                 if !cached {
                     tool_failures.insert(step.action.clone(), 0);
                 }
+            } else if cached {
+                // A repeated failing call is the dead-loop rule's to end (only final_answer
+                // after the third time), not a new failure: counting it too would stop the
+                // task with `failures` before the model could answer.
+                last_error = error_text.clone();
             } else {
                 failed_rounds += 1;
                 last_error = error_text.clone();

@@ -13,6 +13,40 @@ use serde_json::{json, Value};
 /// compute the answer inside it and runs on until the token limit (design.md, "Prompt").
 pub const THOUGHT_MAX_CHARS: u64 = 200;
 
+/// The most characters of a string argument that sets no `maxLength` of its own. Without a
+/// bound a small model that falls into repetition (`1 + 1 + 1 ...`, `10000000...`) runs to the
+/// step's token limit and the step is lost; with one, the string closes, the call is complete
+/// and valid, and the tool's error tells the model what was wrong. 384 characters hold any
+/// realistic query or expression and stay under the agent's 512 tokens per step.
+pub const ARG_MAX_CHARS: u64 = 384;
+
+/// The most characters of a final answer.
+pub const ANSWER_MAX_CHARS: u64 = 1000;
+
+/// Adds `maxLength: max` to every string schema in `schema` (properties, items, `anyOf`
+/// branches, ...) that has no `maxLength`, `enum`, `const` or `pattern` of its own.
+pub fn bound_strings(schema: &mut Value, max: u64) {
+    match schema {
+        Value::Object(m) => {
+            let is_string = m.get("type").and_then(Value::as_str) == Some("string");
+            let bounded = ["maxLength", "enum", "const", "pattern"]
+                .iter()
+                .any(|k| m.contains_key(*k));
+            if is_string && !bounded {
+                m.insert("maxLength".into(), json!(max));
+            }
+            for (k, v) in m.iter_mut() {
+                // Values of these keywords are data, not schemas.
+                if !matches!(k.as_str(), "enum" | "const" | "default" | "examples") {
+                    bound_strings(v, max);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| bound_strings(v, max)),
+        _ => {}
+    }
+}
+
 /// The action that ends a task.
 pub const FINAL_ANSWER: &str = "final_answer";
 
@@ -35,13 +69,14 @@ impl StepTool {
     }
 }
 
-/// The schema of one step: `anyOf` one object per tool, then `final_answer`.
+/// The schema of one step: `anyOf` one object per tool, then `final_answer`. String
+/// arguments without a bound get [`ARG_MAX_CHARS`], the answer [`ANSWER_MAX_CHARS`].
 pub fn step_schema(tools: &[StepTool]) -> Value {
     let final_answer = StepTool::new(
         FINAL_ANSWER,
         json!({
             "type": "object",
-            "properties": {"answer": {"type": "string"}},
+            "properties": {"answer": {"type": "string", "maxLength": ANSWER_MAX_CHARS}},
             "required": ["answer"],
             "additionalProperties": false
         }),
@@ -50,12 +85,14 @@ pub fn step_schema(tools: &[StepTool]) -> Value {
         .iter()
         .chain(std::iter::once(&final_answer))
         .map(|tool| {
+            let mut args = tool.args.clone();
+            bound_strings(&mut args, ARG_MAX_CHARS);
             json!({
                 "type": "object",
                 "properties": {
                     "thought": {"type": "string", "maxLength": THOUGHT_MAX_CHARS},
                     "action": {"const": tool.name},
-                    "args": tool.args
+                    "args": args
                 },
                 "required": ["thought", "action", "args"],
                 "additionalProperties": false
@@ -69,3 +106,27 @@ pub fn step_schema(tools: &[StepTool]) -> Value {
 /// `calculator {expression}`, `search {query}` and `final_answer {answer}`, as text. Used by
 /// `cairn bench` and the tests, so the documented file is the one measured.
 pub const BUILTIN_STEP_SCHEMA: &str = include_str!("../../grammars/agent_step.schema.json");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unbounded_string_arguments_get_a_bound_and_bounded_ones_keep_theirs() {
+        let s = step_schema(&[StepTool::new(
+            "t",
+            json!({"type": "object", "properties": {
+                "q": {"type": "string"},
+                "k": {"type": "string", "maxLength": 5},
+                "e": {"type": "string", "enum": ["a"]},
+                "l": {"type": "array", "items": {"type": "string"}}}}),
+        )]);
+        let args = &s["anyOf"][0]["properties"]["args"]["properties"];
+        assert_eq!(args["q"]["maxLength"], ARG_MAX_CHARS);
+        assert_eq!(args["k"]["maxLength"], 5);
+        assert!(args["e"].get("maxLength").is_none());
+        assert_eq!(args["l"]["items"]["maxLength"], ARG_MAX_CHARS);
+        let answer = &s["anyOf"][1]["properties"]["args"]["properties"]["answer"];
+        assert_eq!(answer["maxLength"], ANSWER_MAX_CHARS);
+    }
+}

@@ -230,7 +230,8 @@ pub struct Metrics {
     pub avg_latency_ms: f64,
     /// 95th-percentile latency, ms.
     pub p95_latency_ms: f64,
-    /// Fraction of tasks with a dead loop: a repeated action, or stopped by the round limit.
+    /// Fraction of tasks in a dead loop: the same action with the same arguments chosen a
+    /// third time (where cairn's loop allows only the final answer), or the round limit hit.
     pub dead_loop_rate: f64,
     /// Mean prompt tokens per task.
     pub avg_prompt_tokens: f64,
@@ -288,7 +289,7 @@ impl Metrics {
         m.dead_loop_rate = ratio(
             results
                 .iter()
-                .filter(|(_, o)| o.dead_loops > 0 || o.stop_reason == "max_rounds")
+                .filter(|(_, o)| o.dead_loops >= 2 || o.stop_reason == "max_rounds")
                 .count(),
             n,
         );
@@ -450,7 +451,7 @@ mod tests {
         let results = [
             r#"{"id":"a","answer":"391.0","stop_reason":"final_answer","rounds":2,"tool_calls":[{"tool":"calculator","args":{},"ok":true,"valid":true}],"prompt_tokens":100,"generated_tokens":40,"forced_tokens":10,"latency_ms":1000}"#,
             r#"{"id":"b","answer":"It is 89.90 euros","stop_reason":"final_answer","rounds":3,"tool_calls":[{"tool":"sql","args":{},"ok":false,"valid":true,"error":"no such table"},{"tool":"sql","args":{},"ok":true,"valid":true}],"prompt_tokens":200,"generated_tokens":60,"forced_tokens":20,"latency_ms":2000}"#,
-            r#"{"id":"c","answer":"","stop_reason":"max_rounds","rounds":8,"tool_calls":[{"tool":"sql","args":{},"ok":true}],"prompt_tokens":300,"generated_tokens":100,"forced_tokens":30,"latency_ms":9000,"dead_loops":2}"#,
+            r#"{"id":"c","answer":"","stop_reason":"max_rounds","rounds":8,"tool_calls":[{"tool":"sql","args":{},"ok":true}],"prompt_tokens":300,"generated_tokens":100,"forced_tokens":30,"latency_ms":9000,"dead_loops":1}"#,
             r#"{"id":"d","answer":"","stop_reason":"failures","rounds":1,"tool_calls":[{"tool":"","args":"oops","ok":false,"valid":false,"error":"not JSON"}],"prompt_tokens":400,"generated_tokens":0,"latency_ms":500,"loop":"naive"}"#,
         ];
         let lines: Vec<OutputLine> = results

@@ -472,7 +472,7 @@ fn a_task_longer_than_the_context_stops_with_budget_before_any_round() {
 
 #[test]
 fn a_step_cut_off_by_the_token_limit_is_a_failed_round_shown_to_the_model() {
-    let long = calc("1 + ".repeat(100).trim_end_matches(" + "));
+    let long = calc("1 + ".repeat(80).trim_end_matches(" + "));
     let (mut a, _) = agent(
         vec![long, answer("short")],
         registry(vec![]),
@@ -606,4 +606,25 @@ fn bad_options_are_refused_with_the_flag_named() {
     .err()
     .unwrap();
     assert!(e.to_string().contains("--max-rounds"), "{e}");
+}
+
+/// Regression: a failing call repeated three times used to count as three failed rounds and
+/// stop the task with `failures` before the dead-loop rule could ask for the final answer
+/// (seen on the suite's doc-5 and doc-7 with the default preset).
+#[test]
+fn a_repeated_failing_call_ends_with_the_final_answer_not_failures() {
+    let (mut a, _) = agent(
+        vec![
+            calc("1 +"),
+            calc("1 +"),
+            calc("1 +"),
+            answer("I cannot compute that."),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("add", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{r:?}");
+    assert_eq!(r.dead_loops, 2);
+    assert_eq!(allowed(&a.policy().schemas[3]), vec!["final_answer"]);
 }

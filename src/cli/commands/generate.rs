@@ -16,12 +16,15 @@ use crate::model::sampling::SamplingParams;
 use crate::model::template::Message;
 use crate::model::LoadedModel;
 
+/// `--max-tokens` when not given (generate, call).
+pub const DEFAULT_MAX_TOKENS: usize = 256;
+
 /// Sampling flags shared by `generate` and `run`.
 #[derive(Debug, Clone, Args)]
 pub struct SamplingArgs {
-    /// The most tokens to generate.
-    #[arg(long, default_value_t = 256, value_name = "N")]
-    pub max_tokens: usize,
+    /// The most tokens to generate (default 256; for the agent's steps, 512 per step).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<usize>,
     /// Sampling temperature; 0 is greedy.
     #[arg(long, default_value_t = 0.0, value_name = "T")]
     pub temperature: f32,
@@ -49,11 +52,12 @@ impl SamplingArgs {
             seed: self.seed,
         };
         sampling.validate().map_err(anyhow::Error::msg)?;
-        if self.max_tokens == 0 {
+        let max_tokens = self.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        if max_tokens == 0 {
             anyhow::bail!("--max-tokens must be at least 1");
         }
         Ok(GenerateOptions {
-            max_tokens: self.max_tokens,
+            max_tokens,
             sampling,
         })
     }

@@ -95,7 +95,10 @@ impl AgentArgs {
             retry_base: Duration::from_millis(self.retry_base_ms),
             timeout,
             stop_when,
-            max_step_tokens: self.sampling.max_tokens,
+            max_step_tokens: self
+                .sampling
+                .max_tokens
+                .unwrap_or(AgentOptions::default().max_step_tokens),
             self_check: self.self_check,
             memory_decay: config.memory_decay,
             ..AgentOptions::default()
