@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use super::events::{Event, EventKind, EventSink};
 use super::prompt::{fit, system_text, worked_example, RoundText, TaskContext};
 use super::{canonical_json, AgentError, AgentOptions, AgentResult, Policy, StopReason, ToolCall};
-use crate::constrain::agent_step::{step_schema, StepTool, FINAL_ANSWER};
+use crate::constrain::agent_step::{
+    partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER,
+};
 use crate::memory::{
     extract_facts, FactScope, MemoryItem, MemoryStore, SessionId, StepId, StepRecord, TurnEnd,
     TurnId,
@@ -368,17 +370,21 @@ impl<P: Policy> Agent<P> {
                     );
                     record.args_json = decoded.text.clone();
                     self.end_step(run, &mut record, "bad_step", &observation, step_start);
-                    run.result.tool_calls.push(ToolCall {
-                        round,
-                        tool: String::new(),
-                        args: Value::String(decoded.text.clone()),
-                        ok: false,
-                        valid: false,
-                        error: Some(why.clone()),
-                        error_class: Some(ErrorClass::InvalidInput),
-                        cached: false,
-                        attempts: 0,
-                    });
+                    // A cut-off final answer is a lost round, not a tool call.
+                    let action = partial_action(&decoded.text);
+                    if action.as_deref() != Some(FINAL_ANSWER) {
+                        run.result.tool_calls.push(ToolCall {
+                            round,
+                            tool: action.unwrap_or_default(),
+                            args: Value::String(decoded.text.clone()),
+                            ok: false,
+                            valid: false,
+                            error: Some(why.clone()),
+                            error_class: Some(ErrorClass::InvalidInput),
+                            cached: false,
+                            attempts: 0,
+                        });
+                    }
                     rounds.push(RoundText {
                         step: decoded.text,
                         observation,
@@ -441,6 +447,12 @@ impl<P: Policy> Agent<P> {
                         });
                         continue;
                     }
+                }
+                if answer.chars().count() as u64 >= ANSWER_MAX_CHARS {
+                    self.warn(
+                        run,
+                        format!("the answer reached the step's limit of {ANSWER_MAX_CHARS} characters and may be cut short"),
+                    );
                 }
                 self.end_step(run, &mut record, "answer", &answer, step_start);
                 run.result.answer = answer;

@@ -20,8 +20,9 @@ pub const THOUGHT_MAX_CHARS: u64 = 200;
 /// realistic query or expression and stay under the agent's 512 tokens per step.
 pub const ARG_MAX_CHARS: u64 = 384;
 
-/// The most characters of a final answer.
-pub const ANSWER_MAX_CHARS: u64 = 1000;
+/// The most characters of a final answer: the same bound as arguments, for the same reason
+/// (the tiny preset falls into `1000000...` answers). An answer that reaches it is reported.
+pub const ANSWER_MAX_CHARS: u64 = ARG_MAX_CHARS;
 
 /// Adds `maxLength: max` to every string schema in `schema` (properties, items, `anyOf`
 /// branches, ...) that has no `maxLength`, `enum`, `const` or `pattern` of its own.
@@ -45,6 +46,14 @@ pub fn bound_strings(schema: &mut Value, max: u64) {
         Value::Array(a) => a.iter_mut().for_each(|v| bound_strings(v, max)),
         _ => {}
     }
+}
+
+/// The action named in a step's text, even a step cut off before it was complete.
+pub fn partial_action(text: &str) -> Option<String> {
+    let at = text.find("\"action\"")?;
+    let rest = text[at + 8..].trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_string())
 }
 
 /// The action that ends a task.
@@ -128,5 +137,12 @@ mod tests {
         assert_eq!(args["l"]["items"]["maxLength"], ARG_MAX_CHARS);
         let answer = &s["anyOf"][1]["properties"]["args"]["properties"]["answer"];
         assert_eq!(answer["maxLength"], ANSWER_MAX_CHARS);
+    }
+
+    #[test]
+    fn the_action_of_a_cut_off_step_is_read() {
+        let t = r#"{"thought":"x","action": "final_answer","args":{"answer":"1000"#;
+        assert_eq!(partial_action(t).as_deref(), Some("final_answer"));
+        assert_eq!(partial_action(r#"{"thought":"x","act"#), None);
     }
 }

@@ -218,7 +218,8 @@ pub struct Metrics {
     pub tasks: usize,
     /// Fraction of tasks whose answer matched (0..1).
     pub success_rate: f64,
-    /// Fraction of tool-call attempts that were well-formed and schema-valid.
+    /// Fraction of tool-call attempts (steps that named a tool, or that could not be read
+    /// and were not meant as the final answer) that were well-formed and schema-valid.
     pub valid_call_rate: f64,
     /// Fraction of tool calls that returned an observation.
     pub tool_success_rate: f64,

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::agent::prompt::{observation_text, system_text, task_message, worked_example};
 use crate::agent::{canonical_json, AgentResult, ModelPolicy, Policy, StopReason, ToolCall};
-use crate::constrain::agent_step::FINAL_ANSWER;
+use crate::constrain::agent_step::{partial_action, FINAL_ANSWER};
 use crate::model::template::Message;
 use crate::tools::ToolRegistry;
 
@@ -96,7 +96,11 @@ fn rounds(
             Ok(v) => v,
             Err(e) => {
                 let why = format!("the reply is not a JSON step ({e})");
-                r.tool_calls.push(invalid(round, &d.text, why.clone()));
+                // Counted as a tool call unless it was meant as the final answer, exactly as
+                // a cut-off step of cairn's loop is.
+                if partial_action(body).as_deref() != Some(FINAL_ANSWER) {
+                    r.tool_calls.push(invalid(round, &d.text, why.clone()));
+                }
                 return (StopReason::Failures, Some(why));
             }
         };
@@ -111,11 +115,10 @@ fn rounds(
                     r.answer = a.trim().to_string();
                     (StopReason::FinalAnswer, None)
                 }
-                None => {
-                    let why = "final_answer without an `answer` string".to_string();
-                    r.tool_calls.push(invalid(round, &d.text, why.clone()));
-                    (StopReason::Failures, Some(why))
-                }
+                None => (
+                    StopReason::Failures,
+                    Some("final_answer without an `answer` string".to_string()),
+                ),
             };
         }
         if !seen.insert(format!("{action} {}", canonical_json(&args))) {
