@@ -128,30 +128,57 @@ impl ModelPolicy {
         messages: &[Message],
         max_tokens: usize,
     ) -> Result<Decoded, AgentError> {
+        self.run(messages, max_tokens, None)
+    }
+
+    /// One generation from `messages`, under `constraint` when given: the prompt as ids (the
+    /// cache reused unless turned off), a seed that differs per call, and the generated ids
+    /// remembered so the reply is fed back exactly as decoded.
+    fn run(
+        &mut self,
+        messages: &[Message],
+        max_tokens: usize,
+        constraint: Option<&mut Constraint>,
+    ) -> Result<Decoded, AgentError> {
         let ids = self.encode(messages)?;
+        if !self.reuse {
+            self.session.clear();
+        }
         let opts = GenerateOptions {
             max_tokens,
-            sampling: self.sampling,
+            sampling: SamplingParams {
+                // A different seed each call, reproducible from the user's seed.
+                seed: self.sampling.seed.wrapping_add(self.generated.len() as u64),
+                ..self.sampling
+            },
         };
+        let constrained = constraint.is_some();
         let start = Instant::now();
         let g = generate_constrained(
             &mut self.session,
             &self.lm.tokenizer,
             &ids,
             &opts,
-            None,
+            constraint,
             &mut |_| Ok(()),
         )?;
         let total_ms = start.elapsed().as_secs_f64() * 1000.0;
+        if self.generated.len() >= 4096 {
+            self.generated.clear();
+        }
         self.generated.insert(g.text.clone(), g.tokens.clone());
         let prefill_ms = g.time_to_first_token.as_secs_f64() * 1000.0;
         Ok(Decoded {
-            complete: g.stop == crate::model::generate::StopReason::Eos,
+            complete: if constrained {
+                !g.incomplete
+            } else {
+                g.stop == crate::model::generate::StopReason::Eos
+            },
             prompt_tokens: ids.len(),
             reused_tokens: g.reused_tokens,
             generated_tokens: g.tokens.len(),
             sampled_tokens: g.sampled_tokens,
-            forced_tokens: 0,
+            forced_tokens: g.forced_tokens,
             prefill_ms,
             decode_ms: (total_ms - prefill_ms).max(0.0),
             text: g.text,
@@ -251,45 +278,8 @@ impl Policy for ModelPolicy {
         schema: &Value,
         max_tokens: usize,
     ) -> Result<Decoded, AgentError> {
-        let ids = self.encode(messages)?;
         let mut constraint = self.constraint(schema)?;
-        if !self.reuse {
-            self.session.clear();
-        }
-        let opts = GenerateOptions {
-            max_tokens,
-            sampling: SamplingParams {
-                // A different seed each call, reproducible from the user's seed.
-                seed: self.sampling.seed.wrapping_add(self.generated.len() as u64),
-                ..self.sampling
-            },
-        };
-        let start = Instant::now();
-        let g = generate_constrained(
-            &mut self.session,
-            &self.lm.tokenizer,
-            &ids,
-            &opts,
-            Some(&mut constraint),
-            &mut |_| Ok(()),
-        )?;
-        let total_ms = start.elapsed().as_secs_f64() * 1000.0;
-        if self.generated.len() >= 4096 {
-            self.generated.clear();
-        }
-        self.generated.insert(g.text.clone(), g.tokens.clone());
-        let prefill_ms = g.time_to_first_token.as_secs_f64() * 1000.0;
-        Ok(Decoded {
-            complete: !g.incomplete,
-            prompt_tokens: ids.len(),
-            reused_tokens: g.reused_tokens,
-            generated_tokens: g.tokens.len(),
-            sampled_tokens: g.sampled_tokens,
-            forced_tokens: g.forced_tokens,
-            prefill_ms,
-            decode_ms: (total_ms - prefill_ms).max(0.0),
-            text: g.text,
-        })
+        self.run(messages, max_tokens, Some(&mut constraint))
     }
 }
 
