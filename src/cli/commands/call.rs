@@ -13,7 +13,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::generate::SamplingArgs;
-use crate::call::{functions, CallOptions, FunctionCaller};
+use crate::call::{functions, CallOptions, CallOutput, FunctionCaller};
 use crate::config::{Config, Verbosity};
 
 /// Flags of `cairn call`.
@@ -134,10 +134,14 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let n = i + 1;
-        let result: Result<(Value, Value), String> = (|| {
-            let v: Value = serde_json::from_str(&line)
-                .map_err(|e| format!("line {n}: not valid JSON: {e}"))?;
-            let id = v.get("id").cloned().unwrap_or(json!(n));
+        let parsed: Result<Value, String> =
+            serde_json::from_str(&line).map_err(|e| format!("line {n}: not valid JSON: {e}"));
+        let id = parsed
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("id").cloned())
+            .unwrap_or(json!(n));
+        let result: Result<CallOutput, String> = parsed.and_then(|v| {
             let q = v
                 .get("question")
                 .and_then(Value::as_str)
@@ -152,34 +156,27 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("line {n}: normalised: {note}");
                 }
             }
-            match caller.call(q, &fs, &opts) {
-                Ok(r) => {
-                    prompt += r.prompt_tokens;
-                    reused += r.reused_tokens;
-                    let mut body = json!({"calls": r.output.calls, "text": r.output.text});
-                    if r.output.truncated {
-                        body["truncated"] = json!(true);
-                    }
-                    Ok((id, body))
-                }
-                Err(e) => Err(format!("line {n}: {e}")),
-            }
-        })();
+            let r = caller
+                .call(q, &fs, &opts)
+                .map_err(|e| format!("line {n}: {e}"))?;
+            prompt += r.prompt_tokens;
+            reused += r.reused_tokens;
+            Ok(r.output)
+        });
         let row = match result {
-            Ok((id, body)) => {
-                let mut row = json!({"id": id, "calls": body["calls"], "text": body["text"]});
-                if body.get("truncated").is_some() {
-                    row["truncated"] = json!(true);
+            // {"id", "calls", "text", "truncated"?}: the output with its id in front.
+            Ok(output) => {
+                let mut row = json!({"id": id});
+                if let (Some(m), Value::Object(o)) =
+                    (row.as_object_mut(), serde_json::to_value(&output)?)
+                {
+                    m.extend(o);
                 }
                 row
             }
             Err(e) => {
                 failed += 1;
                 eprintln!("error: {e}");
-                let id = serde_json::from_str::<Value>(&line)
-                    .ok()
-                    .and_then(|v| v.get("id").cloned())
-                    .unwrap_or(json!(n));
                 json!({"id": id, "error": e})
             }
         };
