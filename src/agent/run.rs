@@ -256,6 +256,9 @@ impl<P: Policy> Agent<P> {
         let mut tool_failures: HashMap<String, usize> = HashMap::new();
         let mut failed_rounds = 0usize;
         let mut final_only = false;
+        // A tool just chosen again with the same arguments sits out the next round, so a
+        // model stuck on one call must use what it has or try something else.
+        let mut resting: Option<String> = None;
         // Canonical action → (times chosen, observation, failed).
         let mut seen: HashMap<String, (usize, String, bool)> = HashMap::new();
         let mut rounds: Vec<RoundText> = Vec::new();
@@ -278,10 +281,11 @@ impl<P: Policy> Agent<P> {
             } else {
                 infos
                     .iter()
-                    .filter(|t| !open.contains(&t.name))
+                    .filter(|t| !open.contains(&t.name) && resting.as_ref() != Some(&t.name))
                     .map(|t| StepTool::new(t.name.clone(), t.args_schema.clone()))
                     .collect()
             };
+            resting = None;
             let schema = step_schema(&allowed);
             let Some(fitted) = fit(
                 &mut self.policy,
@@ -490,7 +494,8 @@ impl<P: Policy> Agent<P> {
                     final_only = true;
                     format!("[note: you have now chosen {} with these same arguments {times} times; the result is the one above. Only final_answer is allowed now: answer with what you know.]", step.action)
                 } else {
-                    format!("[note: you already called {} with these same arguments; this is the same result as before. Use it, try something different, or give the final_answer.]", step.action)
+                    resting = Some(step.action.clone());
+                    format!("[note: you already called {0} with these same arguments; this is the same result as before. {0} is not offered for the next step: use this result, try another tool, or give the final_answer.]", step.action)
                 };
                 let class = failed.then_some(ErrorClass::InvalidInput);
                 let error_text = failed.then(|| obs.clone());
