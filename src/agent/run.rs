@@ -259,6 +259,9 @@ impl<P: Policy> Agent<P> {
         // A tool just chosen again with the same arguments sits out the next round, so a
         // model stuck on one call must use what it has or try something else.
         let mut resting: Option<String> = None;
+        // Tools turned off for the rest of the task because a failing call to them was
+        // repeated word for word: the model is stuck on that call.
+        let mut benched: HashSet<String> = HashSet::new();
         // Canonical action → (times chosen, observation, failed).
         let mut seen: HashMap<String, (usize, String, bool)> = HashMap::new();
         let mut rounds: Vec<RoundText> = Vec::new();
@@ -281,7 +284,11 @@ impl<P: Policy> Agent<P> {
             } else {
                 infos
                     .iter()
-                    .filter(|t| !open.contains(&t.name) && resting.as_ref() != Some(&t.name))
+                    .filter(|t| {
+                        !open.contains(&t.name)
+                            && !benched.contains(&t.name)
+                            && resting.as_ref() != Some(&t.name)
+                    })
                     .map(|t| StepTool::new(t.name.clone(), t.args_schema.clone()))
                     .collect()
             };
@@ -490,7 +497,10 @@ impl<P: Policy> Agent<P> {
                         times,
                     },
                 );
-                let note = if times >= 3 {
+                let note = if failed {
+                    benched.insert(step.action.clone());
+                    format!("[note: you already called {0} with these same arguments and it failed the same way; {0} is turned off for the rest of this task. Use another tool, or give the final_answer with what you know.]", step.action)
+                } else if times >= 3 {
                     final_only = true;
                     format!("[note: you have now chosen {} with these same arguments {times} times; the result is the one above. Only final_answer is allowed now: answer with what you know.]", step.action)
                 } else {

@@ -621,18 +621,33 @@ fn bad_options_are_refused_with_the_flag_named() {
 /// Regression: a failing call repeated three times used to count as three failed rounds and
 /// stop the task with `failures` before the dead-loop rule could ask for the final answer
 /// (seen on the suite's doc-5 and doc-7 with the default preset). Then the same tasks were
-/// dead loops: the model chose the same failing call a third time in a row. Now the repeated
-/// tool sits out the next round, so a third call in a row cannot be chosen.
+/// dead loops: the model chose the same failing call a third time (doc-7 with another call
+/// in between). Now a failing call repeated word for word turns its tool off for the rest of
+/// the task, so it cannot be chosen a third time.
 #[test]
-fn a_repeated_failing_call_takes_its_tool_out_of_the_next_round_not_failures() {
+fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
+    let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), "ok");
     let (mut a, _) = agent(
-        vec![calc("1 +"), calc("1 +"), answer("I cannot compute that.")],
-        registry(vec![]),
+        vec![
+            calc("1 +"),
+            calc("1 +"),
+            step("probe", json!({"q": "x"})),
+            answer("I cannot compute that."),
+        ],
+        registry(vec![Arc::new(flaky)]),
         AgentOptions::default(),
     );
     let r = a.run_task("add", None);
     assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{r:?}");
     assert_eq!(r.dead_loops, 1);
-    assert_eq!(allowed(&a.policy().schemas[2]), vec!["final_answer"]);
+    let schemas = &a.policy().schemas;
+    assert!(allowed(&schemas[1]).contains(&"calculator".to_string()));
+    assert_eq!(allowed(&schemas[2]), vec!["probe", "final_answer"]);
+    assert_eq!(allowed(&schemas[3]), vec!["probe", "final_answer"]);
+    let obs = &a.policy().prompts[2].last().unwrap().content;
+    assert!(
+        obs.contains("turned off for the rest of this task"),
+        "{obs}"
+    );
     assert_eq!(r.answer, "I cannot compute that.");
 }
