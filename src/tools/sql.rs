@@ -153,11 +153,15 @@ impl SqlTool {
     /// database is a `Fatal` error.
     pub fn open(path: &Path, options: SqlOptions) -> Result<SqlTool, ToolError> {
         if !path.is_file() {
-            return Err(ToolError::fatal(format!(
-                "the database file {} does not exist",
-                path.display()
-            ))
-            .with_hint("pass --db with the path of an existing SQLite database"));
+            let what = if path.is_dir() {
+                format!("{} is a directory, not a database file", path.display())
+            } else if path.exists() {
+                format!("{} is not a regular file", path.display())
+            } else {
+                format!("the database file {} does not exist", path.display())
+            };
+            return Err(ToolError::fatal(what)
+                .with_hint("pass --db with the path of an existing SQLite database"));
         }
         let mut conn = Connection::open_with_flags(
             path,
@@ -245,13 +249,7 @@ impl SqlTool {
                 ))
                 .with_hint("add a LIMIT, a narrower WHERE, or avoid unbounded recursion");
             }
-            Some(ErrorCode::AuthorizationForStatementDenied) => {
-                return ToolError::invalid(format!(
-                    "refused: the sql tool is read-only ({text}); writes, ATTACH, DETACH, \
-                     load_extension and PRAGMAs that change state are not allowed"
-                ))
-                .with_hint("use a SELECT statement")
-            }
+            Some(ErrorCode::AuthorizationForStatementDenied) => return refused(&text),
             Some(ErrorCode::ReadOnly) => {
                 return ToolError::invalid(format!("refused: the database is read-only ({text})"))
                     .with_hint("use a SELECT statement")
@@ -263,6 +261,10 @@ impl SqlTool {
                 ))
             }
             _ => {}
+        }
+        // A denied function (`load_extension`) comes back as a plain error, not as SQLITE_AUTH.
+        if text.starts_with("not authorized") {
+            return refused(&text);
         }
         if let Some(rest) = text.strip_prefix("no such table: ") {
             return ToolError::invalid(format!(
@@ -283,6 +285,15 @@ impl SqlTool {
         ToolError::invalid(format!("SQL error: {text}"))
             .with_hint("fix the query; the tables and their columns are in the tool's description")
     }
+}
+
+/// The error for a statement the authorizer denied, quoting SQLite's `text`.
+fn refused(text: &str) -> ToolError {
+    ToolError::invalid(format!(
+        "refused: the sql tool is read-only ({text}); writes, ATTACH, DETACH, \
+         load_extension and PRAGMAs that change state are not allowed"
+    ))
+    .with_hint("use a SELECT statement")
 }
 
 enum QueryError {
