@@ -176,6 +176,7 @@ impl GlobalArgs {
 /// Runs the parsed command line and maps the outcome to an exit code. Errors are printed with
 /// their whole chain; a closed stdout (e.g. `| head`) ends quietly.
 pub fn run(cli: Cli) -> ExitCode {
+    ignore_file_size_signal();
     let index_given = commands::run::index_given(cli.global.index.as_deref());
     let result = cli.global.to_config().and_then(|config| {
         init_threads(config.threads);
@@ -204,6 +205,18 @@ pub fn run(cli: Cli) -> ExitCode {
             eprintln!("error: {err:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Under a file-size limit (`ulimit -f`), a write past it raises SIGXFSZ, whose default
+/// action kills the process mid-write. Ignored, the write fails with "File too large" and
+/// the command reports it like any other full disk. (Tool processes inherit this.)
+fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: signal(2) with SIG_IGN installs no handler code and touches no memory of ours;
+    // it runs before any other thread is started.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
 

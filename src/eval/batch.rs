@@ -4,7 +4,7 @@
 //! order at the end. Re-running with the same output file skips the ids already in it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 
@@ -89,39 +89,74 @@ pub struct Existing {
     pub ids: HashSet<String>,
     /// Each id with its line, in file order.
     pub lines: Vec<(String, String)>,
-    /// Lines that could not be read (cut by an interruption); their tasks run again.
+    /// Lines that could not be read because a kill cut them short (only ever the last line,
+    /// without its newline); their tasks run again.
     pub dropped: usize,
+    /// Where the cut last line starts, if there is one: appending begins there.
+    pub cut_at: Option<u64>,
 }
 
-/// Reads an existing output file (none: nothing done).
+/// The start of every output line as [`OutputFile::write`] writes it.
+const LINE_START: &[u8] = br#"{"id":"#;
+
+/// Whether `tail`, the last line of a file without its newline, is an output line cut short:
+/// it is (or starts like) what [`OutputFile::write`] writes.
+fn looks_cut(tail: &[u8]) -> bool {
+    tail.starts_with(LINE_START) || LINE_START.starts_with(tail)
+}
+
+/// Reads an existing output file (none: nothing done). A last line cut short by a kill is
+/// counted in `dropped` and its task runs again; any other line that is not an output line
+/// is an error, so a file that is not cairn's output (the task file itself, say) is never
+/// rewritten.
 pub fn read_done(path: &Path) -> std::io::Result<Existing> {
-    let mut ids = HashSet::new();
-    let mut lines = Vec::new();
-    let mut dropped = 0;
+    let mut out = Existing::default();
     if !path.exists() {
-        return Ok(Existing::default());
+        return Ok(out);
     }
-    let f = std::fs::File::open(path)?;
-    for line in std::io::BufReader::new(f).lines() {
-        let line = line?;
-        if line.trim().is_empty() {
+    let bytes = std::fs::read(path)?;
+    let mut offset = 0usize;
+    let mut n = 0usize;
+    while offset < bytes.len() {
+        n += 1;
+        let (raw, next, whole) = match bytes[offset..].iter().position(|&b| b == b'\n') {
+            Some(p) => (&bytes[offset..offset + p], offset + p + 1, true),
+            None => (&bytes[offset..], bytes.len(), false),
+        };
+        let line_start = offset;
+        offset = next;
+        if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_str::<OutputLine>(&line) {
-            Ok(o) => {
-                if ids.insert(o.id.clone()) {
-                    lines.push((o.id, line));
+        let parsed = std::str::from_utf8(raw)
+            .map_err(|e| format!("not valid UTF-8 ({e})"))
+            .and_then(|l| {
+                serde_json::from_str::<OutputLine>(l)
+                    .map(|o| (o, l.to_string()))
+                    .map_err(|e| e.to_string())
+            });
+        match parsed {
+            Ok((o, line)) => {
+                if out.ids.insert(o.id.clone()) {
+                    out.lines.push((o.id, line));
                 }
             }
-            // A line cut by a kill mid-write: its task runs again.
-            Err(_) => dropped += 1,
+            Err(_) if !whole && looks_cut(raw) => {
+                out.dropped += 1;
+                out.cut_at = Some(line_start as u64);
+            }
+            Err(why) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "line {n} is not a cairn output line ({why}), so the file may not be cairn's output; \
+                         it is left as it is: choose another --out, or remove that line"
+                    ),
+                ))
+            }
         }
     }
-    Ok(Existing {
-        ids,
-        lines,
-        dropped,
-    })
+    Ok(out)
 }
 
 /// Runs `groups` of `tasks` on the given agents (one job each) and hands each output line to
@@ -178,15 +213,32 @@ pub struct OutputFile {
 }
 
 impl OutputFile {
-    /// Opens `path` for appending (created if missing).
+    /// Opens `path` for appending (created if missing). A last line cut short by a kill is
+    /// removed first (its task runs again), and a last line without its newline gets one, so
+    /// the next line never joins it. Fails, touching nothing, on a file [`read_done`] refuses.
     pub fn append(path: &Path) -> std::io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new()
+        let existing = read_done(path)?;
+        let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)?;
+        if let Some(at) = existing.cut_at {
+            file.set_len(at)?;
+        }
+        let len = file.metadata()?.len();
+        if len > 0 {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut reader = std::fs::File::open(path)?;
+            reader.seek(SeekFrom::Start(len - 1))?;
+            let mut last = [0u8; 1];
+            reader.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
         Ok(OutputFile {
             path: path.to_path_buf(),
             file,

@@ -46,21 +46,57 @@ pub struct BadLine {
 /// The tasks of a file, each with its 1-based line number.
 pub type NumberedTasks = Vec<(usize, Task)>;
 
+/// The longest task line accepted, in bytes. A task this long would not fit any preset's
+/// context; refusing it up front keeps one bad line from costing a model run.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
 /// Reads a task file: the good tasks in file order with their line numbers, and the bad
 /// lines with why. Ids may be strings or numbers (numbers become their text); a missing id
-/// becomes `line-N`; a repeated id is a bad line.
+/// becomes `line-N`; a repeated id is a bad line. A line that is not UTF-8 or is longer than
+/// [`MAX_LINE_BYTES`] is a bad line, not an error for the whole file.
 pub fn read_tasks(path: &Path) -> std::io::Result<(NumberedTasks, Vec<BadLine>)> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(parse_tasks(&text))
+    let bytes = std::fs::read(path)?;
+    Ok(parse_task_bytes(&bytes))
 }
 
 /// [`read_tasks`] on text.
 pub fn parse_tasks(text: &str) -> (NumberedTasks, Vec<BadLine>) {
+    parse_task_bytes(text.as_bytes())
+}
+
+/// [`read_tasks`] on the bytes of a file: lines end at `\n` (a `\r` before it is dropped).
+pub fn parse_task_bytes(bytes: &[u8]) -> (NumberedTasks, Vec<BadLine>) {
     let mut tasks: Vec<(usize, Task)> = Vec::new();
     let mut bad = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for (i, line) in text.lines().enumerate() {
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
         let n = i + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.len() > MAX_LINE_BYTES {
+            bad.push(BadLine {
+                line: n,
+                error: format!(
+                    "the line is {} bytes; task lines are limited to {} bytes (1 MiB)",
+                    raw.len(),
+                    MAX_LINE_BYTES
+                ),
+            });
+            continue;
+        }
+        let line = match std::str::from_utf8(raw) {
+            Ok(l) => l,
+            Err(e) => {
+                bad.push(BadLine {
+                    line: n,
+                    error: format!(
+                        "not valid UTF-8 (bad byte at offset {} of the line); save the file as UTF-8",
+                        e.valid_up_to()
+                    ),
+                });
+                continue;
+            }
+        };
         if line.trim().is_empty() {
             continue;
         }

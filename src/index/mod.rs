@@ -36,6 +36,14 @@ pub enum IndexError {
     /// A path to index is not a folder or file.
     #[error("{0} is neither a folder nor a file")]
     NotADir(PathBuf),
+    /// The index file exists but is not an index (another SQLite database, or not SQLite).
+    #[error("{path} is not a cairn index: {why}; it was left untouched. Pass another file with --index FILE or CAIRN_INDEX")]
+    NotIndex {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead.
+        why: String,
+    },
     /// The index file is absent (search before `cairn index`).
     #[error("there is no index at {0}; build one with `cairn index DIR...`")]
     NoIndex(PathBuf),
@@ -71,12 +79,23 @@ pub struct UpdateReport {
     pub unchanged: usize,
     /// Indexed files that were gone and were removed.
     pub removed: usize,
-    /// Files skipped as binary, not UTF-8 or too large.
+    /// Files skipped as binary, not UTF-8, too large, unreadable, links or not regular files.
     pub skipped: usize,
+    /// Each skipped file (or folder) with why, in walk order.
+    pub skipped_files: Vec<Skipped>,
     /// Chunks in the index after the update.
     pub chunks: usize,
     /// Files in the index after the update.
     pub files: usize,
+}
+
+/// A file or folder [`Index::update`] left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The path.
+    pub path: PathBuf,
+    /// Why it was left out.
+    pub why: String,
 }
 
 /// One search result.
@@ -151,7 +170,9 @@ impl Index {
             path: path.to_path_buf(),
             source,
         };
+        check_is_index(path)?;
         let conn = Connection::open(path).map_err(sq)?;
+        check_tables(&conn, path)?;
         conn.execute_batch(SCHEMA).map_err(sq)?;
         Ok(Index {
             conn,
@@ -164,6 +185,7 @@ impl Index {
         if !path.is_file() {
             return Err(IndexError::NoIndex(path.to_path_buf()));
         }
+        check_is_index(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -172,6 +194,7 @@ impl Index {
             path: path.to_path_buf(),
             source,
         })?;
+        check_tables(&conn, path)?;
         Ok(Index {
             conn,
             path: path.to_path_buf(),
@@ -204,10 +227,10 @@ impl Index {
             canon_roots.push(c);
         }
         let mut files = Vec::new();
-        for r in &canon_roots {
-            walk(r, &mut files)?;
-        }
         let mut report = UpdateReport::default();
+        for r in &canon_roots {
+            walk(r, &mut files, &mut report.skipped_files)?;
+        }
         let path = self.path.clone();
         let sq = |source| IndexError::Sqlite {
             path: path.clone(),
@@ -220,7 +243,10 @@ impl Index {
                 continue;
             };
             let Some(key) = f.to_str().map(str::to_string) else {
-                report.skipped += 1;
+                report.skipped_files.push(Skipped {
+                    path: f.clone(),
+                    why: "its name is not UTF-8".into(),
+                });
                 continue;
             };
             let mtime = meta
@@ -246,16 +272,26 @@ impl Index {
                 }
             }
             let text = if meta.len() > MAX_FILE_BYTES {
-                None
+                Err(format!(
+                    "{} bytes, over the {} MiB limit for a document",
+                    meta.len(),
+                    MAX_FILE_BYTES >> 20
+                ))
             } else {
                 read_text(f)
             };
             if let Some((id, _, _)) = existing {
                 delete_file(&tx, id).map_err(sq)?;
             }
-            let Some(text) = text else {
-                report.skipped += 1;
-                continue;
+            let text = match text {
+                Ok(t) => t,
+                Err(why) => {
+                    report.skipped_files.push(Skipped {
+                        path: f.clone(),
+                        why,
+                    });
+                    continue;
+                }
             };
             seen.insert(key.clone());
             tx.execute(
@@ -310,6 +346,7 @@ impl Index {
             .query_row("SELECT count(*) FROM chunks", [], |r| r.get::<_, i64>(0))
             .map_err(sq)? as usize;
         tx.commit().map_err(sq)?;
+        report.skipped = report.skipped_files.len();
         Ok(report)
     }
 
@@ -515,28 +552,105 @@ pub fn chunk_lines(text: &str) -> Vec<Chunk> {
 }
 
 /// The file's text, or `None` for binary (a NUL byte in the first 8 KiB) or non-UTF-8 files.
-fn read_text(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
+/// The file's text, or why it is not indexed (unreadable, binary, not UTF-8).
+fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
     let head = &bytes[..bytes.len().min(8192)];
     if head.contains(&0) {
-        return None;
+        return Err("binary (a NUL byte in its first 8 KiB)".into());
     }
-    String::from_utf8(bytes).ok()
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (bad byte at offset {}); binary, or text in another encoding",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
-/// Every regular file under `root` (or `root` itself when it is a file), skipping hidden files
-/// and folders and symlinks, in a stable order.
-fn walk(root: &Path, out: &mut Vec<PathBuf>) -> Result<(), IndexError> {
+/// Refuses a file that exists, is not empty and does not start like an SQLite database.
+fn check_is_index(path: &Path) -> Result<(), IndexError> {
+    use std::io::Read;
+    if !path.is_file() {
+        if path.exists() {
+            return Err(IndexError::NotIndex {
+                path: path.to_path_buf(),
+                why: "it is not a file".into(),
+            });
+        }
+        return Ok(());
+    }
+    let mut head = [0u8; 16];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if n > 0 && (n < 16 || head != *b"SQLite format 3\0") {
+        return Err(IndexError::NotIndex {
+            path: path.to_path_buf(),
+            why: "it is not an SQLite database (its first bytes are not `SQLite format 3`)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses an SQLite database that holds tables but not the index's: it is someone else's.
+fn check_tables(conn: &Connection, path: &Path) -> Result<(), IndexError> {
+    let sq = |source| IndexError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .map_err(sq)?;
+    let tables: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .map_err(sq)?
+        .collect::<Result<_, _>>()
+        .map_err(sq)?;
+    if !tables.is_empty() && !tables.iter().any(|t| t == "chunks_fts") {
+        let mut list = tables
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if tables.len() > 5 {
+            list.push_str(", …");
+        }
+        return Err(IndexError::NotIndex {
+            path: path.to_path_buf(),
+            why: format!("it is an SQLite database with other tables ({list})"),
+        });
+    }
+    Ok(())
+}
+
+/// Every regular file under `root` (or `root` itself when it is a file), in a stable order.
+/// Hidden files and folders are passed over silently; symbolic links (not followed, so a
+/// link loop cannot trap the walk), special files such as pipes, and folders that cannot be
+/// read go to `skipped` with why.
+fn walk(root: &Path, out: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) -> Result<(), IndexError> {
     if root.is_file() {
         out.push(root.to_path_buf());
         return Ok(());
     }
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|source| IndexError::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(source) if dir.as_path() == root => {
+                return Err(IndexError::Io { path: dir, source })
+            }
+            Err(e) => {
+                skipped.push(Skipped {
+                    path: dir,
+                    why: format!("the folder cannot be read: {e}"),
+                });
+                continue;
+            }
+        };
         let mut names: Vec<_> = entries.flatten().collect();
         names.sort_by_key(|e| e.file_name());
         for e in names {
@@ -548,6 +662,17 @@ fn walk(root: &Path, out: &mut Vec<PathBuf>) -> Result<(), IndexError> {
                 stack.push(e.path());
             } else if ft.is_file() {
                 out.push(e.path());
+            } else if ft.is_symlink() {
+                skipped.push(Skipped {
+                    path: e.path(),
+                    why: "a symbolic link (links are not followed; index its target directly)"
+                        .into(),
+                });
+            } else {
+                skipped.push(Skipped {
+                    path: e.path(),
+                    why: "not a regular file (a pipe, socket or device)".into(),
+                });
             }
         }
     }

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::common::{cairn, preset_path};
@@ -239,4 +240,69 @@ fn eval_refuses_a_suite_task_without_expected_answers() {
         .stderr(predicates::str::contains(
             "task `a` has no \"expect\" answers",
         ));
+}
+
+/// Regression: a batch killed after its last line was written but before the file was put
+/// in input order stayed in finishing order, because a re-run with nothing left to run
+/// returned before that step (found by the crash test).
+#[test]
+fn a_rerun_with_nothing_left_still_puts_the_output_in_input_order() {
+    let (dir, model) = crate::common::tiny_model(&crate::common::TinySpec::llama());
+    let input = dir.path().join("in.jsonl");
+    write_tasks(&input, 3, false);
+    let out = dir.path().join("out.jsonl");
+    let line = |id: &str| {
+        format!(
+            "{{\"id\":\"{id}\",\"answer\":\"x\",\"stop_reason\":\"final_answer\",\"rounds\":1,\"tool_calls\":[],\"prompt_tokens\":1,\"generated_tokens\":1,\"latency_ms\":1}}\n"
+        )
+    };
+    std::fs::write(&out, [line("t3"), line("t1"), line("t2")].concat()).unwrap();
+    cairn(dir.path())
+        .args(["batch", "--no-memory", "--model"])
+        .arg(&model)
+        .arg("--out")
+        .arg(&out)
+        .arg(&input)
+        .assert()
+        .success()
+        .stderr(
+            predicates::str::contains("3 already in").and(predicates::str::contains("0 to run")),
+        );
+    assert_eq!(ids(&out), vec!["t1", "t2", "t3"]);
+}
+
+/// Regression: a line cut short by a kill (no newline at the end) had the next run's first
+/// line appended to it, so that task's line was unreadable and dropped at the end.
+#[test]
+fn a_cut_last_line_is_removed_before_new_lines_are_appended() {
+    let (dir, model) = crate::common::tiny_model(&crate::common::TinySpec::llama());
+    let input = dir.path().join("in.jsonl");
+    write_tasks(&input, 2, false);
+    let out = dir.path().join("out.jsonl");
+    std::fs::write(
+        &out,
+        "{\"id\":\"t1\",\"answer\":\"x\",\"stop_reason\":\"final_answer\",\"rounds\":1,\"tool_calls\":[],\"prompt_tokens\":1,\"generated_tokens\":1,\"latency_ms\":1}\n{\"id\":\"t2\",\"answ",
+    )
+    .unwrap();
+    let o = cairn(dir.path())
+        .args([
+            "batch",
+            "--no-memory",
+            "--max-rounds",
+            "1",
+            "--max-tokens",
+            "32",
+            "--model",
+        ])
+        .arg(&model)
+        .arg("--out")
+        .arg(&out)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{stderr}");
+    assert!(stderr.contains("1 unreadable lines"), "{stderr}");
+    assert!(stderr.contains("1 to run"), "{stderr}");
+    assert_eq!(ids(&out), vec!["t1", "t2"]);
 }

@@ -3,12 +3,15 @@
 
 mod agent;
 mod agent_e2e;
+mod bad_input;
 mod batch;
 mod calculator;
 mod call;
 mod cli;
 mod common;
 mod constrain;
+mod containment;
+mod crash;
 mod fetch;
 mod index;
 mod memory;

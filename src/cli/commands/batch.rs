@@ -3,7 +3,7 @@
 //! loop (and the naive baseline), scored, with the metrics report.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -133,6 +133,7 @@ pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Resu
         );
     }
     let out_path = args.out.clone().unwrap_or_else(|| default_out(&args.input));
+    refuse_same_file(&args.input, &out_path, "--out")?;
     let batch::Existing {
         ids: done, dropped, ..
     } = batch::read_done(&out_path)
@@ -219,8 +220,13 @@ pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Resu
             return Err(e).with_context(|| format!("cannot write {}", out_path.display()));
         }
         unanswered = progress.unanswered;
+    }
+    // Also when nothing was left to run: a kill after the last line was written but before
+    // this step leaves the file in finishing order.
+    if out_path.exists() {
         let ids: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
-        out.put_in_order(&ids)
+        OutputFile::append(&out_path)
+            .and_then(|out| out.put_in_order(&ids))
             .with_context(|| format!("cannot reorder {}", out_path.display()))?;
     }
     if show {
@@ -281,10 +287,31 @@ fn run_loop(
     Ok(lines.into_iter().flatten().collect())
 }
 
+/// Fails when `out` (given with `flag`) is the task file `input` itself, which writing
+/// would destroy.
+fn refuse_same_file(input: &Path, out: &Path, flag: &str) -> anyhow::Result<()> {
+    let same = match (std::fs::canonicalize(input), std::fs::canonicalize(out)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        anyhow::bail!(
+            "{flag} {} is the task file itself, and writing it would destroy the tasks; choose another file",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
 /// Runs `cairn eval`.
 pub fn eval(config: &Config, args: &EvalArgs, index_given: bool) -> anyhow::Result<ExitCode> {
     if args.jobs == 0 {
         anyhow::bail!("--jobs must be at least 1");
+    }
+    for (flag, p) in [("--report", &args.report), ("--results", &args.results)] {
+        if let Some(p) = p {
+            refuse_same_file(&args.suite, p, flag)?;
+        }
     }
     let (tasks, bad) = read_tasks(&args.suite)
         .with_context(|| format!("cannot read the suite {}", args.suite.display()))?;

@@ -34,7 +34,7 @@ pub fn run(config: &Config, args: &IndexArgs) -> anyhow::Result<ExitCode> {
     } else {
         writeln!(
             out,
-            "{}: {} files, {} chunks ({} added, {} changed, {} unchanged, {} removed, {} skipped as binary or too large)",
+            "{}: {} files, {} chunks ({} added, {} changed, {} unchanged, {} removed, {} skipped)",
             config.index.display(),
             report.files,
             report.chunks,
@@ -44,6 +44,23 @@ pub fn run(config: &Config, args: &IndexArgs) -> anyhow::Result<ExitCode> {
             report.removed,
             report.skipped
         )?;
+    }
+    if config.verbosity >= Verbosity::Normal {
+        // A folder of images would flood the terminal: ten lines unless -v asks for all.
+        let shown = if config.verbosity >= Verbosity::Verbose {
+            report.skipped_files.len()
+        } else {
+            10
+        };
+        for s in report.skipped_files.iter().take(shown) {
+            eprintln!("skipped {}: {}", s.path.display(), s.why);
+        }
+        if report.skipped_files.len() > shown {
+            eprintln!(
+                "skipped {} more files (-v lists them all)",
+                report.skipped_files.len() - shown
+            );
+        }
     }
     if config.verbosity >= Verbosity::Verbose {
         eprintln!("indexed in {:.2} s", start.elapsed().as_secs_f64());

@@ -1,0 +1,177 @@
+//! Crash safety: `cairn batch` killed with SIGKILL at random points, again and again, on the
+//! same output and memory files. After every kill the output holds only whole lines, each
+//! finished task once, and the memory file passes SQLite's integrity check; a last run
+//! completes the rest, in input order.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{tiny_model, TinySpec};
+
+const TASKS: usize = 40;
+const KILLS: usize = 12;
+
+/// The ids of the output lines; panics on a line that is not whole JSON.
+fn whole_lines(out: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "the output ends in a cut line: {:?}",
+        &text[text.len().saturating_sub(80)..]
+    );
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("a line that is not whole JSON ({e}): {l}"));
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+fn batch(model: &Path, dir: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cairn"));
+    cmd.current_dir(dir)
+        .env("CAIRN_HOME", dir.join("home"))
+        .env("CAIRN_OFFLINE", "1")
+        .env("CAIRN_THREADS", "1")
+        .args([
+            "batch",
+            "-q",
+            "--jobs",
+            "2",
+            "--max-rounds",
+            "2",
+            "--max-tokens",
+            "48",
+            "--memory",
+            "mem.sqlite",
+            "--out",
+            "out.jsonl",
+            "tasks.jsonl",
+            "--model",
+        ])
+        .arg(model)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+/// A small xorshift generator: the kill points differ between kills but a failing seed can
+/// be replayed.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+#[test]
+fn batch_killed_at_random_points_loses_no_line_and_keeps_memory_whole() {
+    let (mdir, model) = tiny_model(&TinySpec::llama());
+    let dir = mdir.path();
+    let mut tasks = String::new();
+    for i in 1..=TASKS {
+        // Half the tasks share two sessions; the others get one each (batch's default).
+        let session = match i % 4 {
+            0 => ",\"session\":\"a\"",
+            2 => ",\"session\":\"b\"",
+            _ => "",
+        };
+        tasks.push_str(&format!(
+            "{{\"id\":\"t{i}\",\"task\":\"What is {i} times 3?\"{session}}}\n"
+        ));
+    }
+    std::fs::write(dir.join("tasks.jsonl"), &tasks).unwrap();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut rng = Rng(seed);
+    let out = dir.join("out.jsonl");
+    let mut survived = 0;
+    for kill in 0..KILLS {
+        let done_before = whole_lines(&out).len();
+        if done_before >= TASKS {
+            break;
+        }
+        let mut child = batch(&model, dir).spawn().unwrap();
+        // Kill after a random number of new lines (0: before the first), plus a random few
+        // milliseconds, so kills land before, during and between task writes.
+        let wait_lines = done_before + rng.below(4) as usize;
+        let start = Instant::now();
+        while whole_lines(&out).len() < wait_lines && start.elapsed() < Duration::from_secs(120) {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(rng.below(40)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL
+            survived += 1;
+        }
+        child.wait().unwrap();
+
+        let ids = whole_lines(&out);
+        let unique: HashSet<&String> = ids.iter().collect();
+        assert_eq!(
+            unique.len(),
+            ids.len(),
+            "kill {kill} (seed {seed}): a task is in the output twice: {ids:?}"
+        );
+        assert!(
+            ids.len() >= done_before,
+            "kill {kill} (seed {seed}): finished lines were lost"
+        );
+        if dir.join("mem.sqlite").exists() {
+            let conn = rusqlite::Connection::open(dir.join("mem.sqlite")).unwrap();
+            let check: String = conn
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(
+                check, "ok",
+                "kill {kill} (seed {seed}): memory file damaged"
+            );
+        }
+    }
+    assert!(
+        survived >= 3,
+        "only {survived} kills landed before the batch ended (seed {seed})"
+    );
+
+    let last = batch(&model, dir).stderr(Stdio::piped()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&last.stderr);
+    // Exit 1 says some task ended without an answer (random weights); 2 would be a failure.
+    assert!(
+        matches!(last.status.code(), Some(0 | 1)) && !stderr.contains("panicked"),
+        "the last run failed: {}: {stderr}",
+        last.status
+    );
+    let ids = whole_lines(&out);
+    let expected: Vec<String> = (1..=TASKS).map(|i| format!("t{i}")).collect();
+    assert_eq!(ids, expected, "seed {seed}");
+    let conn = rusqlite::Connection::open(dir.join("mem.sqlite")).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    // Every task of a session is in memory (a kill between storing the turn and writing the
+    // line leaves an unfinished turn behind and the task runs again, so count distinct tasks).
+    let turns: i64 = conn
+        .query_row(
+            "SELECT count(DISTINCT task) FROM turns JOIN sessions ON sessions.id = turns.session_id",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(turns as usize, TASKS, "seed {seed}");
+    eprintln!("crash test: {survived} kills survived (seed {seed})");
+}
