@@ -202,7 +202,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let _ = std::io::stdout().flush();
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_chain(&err));
             ExitCode::from(2)
         }
     }
@@ -228,6 +228,24 @@ fn init_threads(threads: usize) {
     let _ = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global();
+}
+
+/// The error and its causes joined with `: `, leaving out a cause whose text the message
+/// already holds (many errors name their source in their own message; printed with the chain
+/// as well, "No such file or directory" would appear twice).
+pub fn error_chain(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for e in err.chain() {
+        let text = e.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -150,6 +150,13 @@ fn check(c: &Case, home: &Path) -> Result<(), String> {
             problems.push(format!("stderr lacks `{n}`"));
         }
     }
+    // A cause printed twice ("No such file or directory: No such file or directory").
+    for line in stderr.lines().filter(|l| l.starts_with("error")) {
+        let parts: Vec<&str> = line.split(": ").collect();
+        if parts.windows(2).any(|w| w[0] == w[1]) {
+            problems.push(format!("a cause is repeated in `{line}`"));
+        }
+    }
     if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
         problems.push("it panicked".into());
     }
@@ -240,7 +247,7 @@ fn gguf_tensor(dims: &[u64], dtype: u32, data: usize) -> Vec<u8> {
     rest.extend(dtype.to_le_bytes());
     rest.extend(0u64.to_le_bytes());
     let mut b = gguf(3, 1, 1, &rest);
-    while b.len() % 32 != 0 {
+    while !b.len().is_multiple_of(32) {
         b.push(0);
     }
     b.extend(vec![0u8; data]);

@@ -14,6 +14,7 @@ mod containment;
 mod crash;
 mod fetch;
 mod index;
+mod load;
 mod memory;
 mod model;
 mod presets;
