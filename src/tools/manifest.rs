@@ -167,6 +167,13 @@ impl Manifest {
             if program.components().count() > 1 && program.is_relative() {
                 program = dir.join(program);
             }
+            if let Some(why) = missing_program(&program) {
+                return Err(ManifestError::Invalid {
+                    path: path.to_path_buf(),
+                    tool: entry.name.clone(),
+                    message: format!("`argv` names the program `{}`, which {why}; give its full path or install it", entry.argv[0]),
+                });
+            }
             tools.push(CommandTool {
                 name: entry.name,
                 description: entry.description,
@@ -184,6 +191,23 @@ impl Manifest {
     pub fn into_tools(self) -> Vec<CommandTool> {
         self.tools
     }
+}
+
+/// Why `program` cannot be started, found at load time so a batch does not fail every task
+/// on it: a path that is not a file, or a bare name on no `PATH` folder.
+fn missing_program(program: &Path) -> Option<String> {
+    if program.components().count() > 1 {
+        return (!program.is_file()).then(|| {
+            if program.exists() {
+                "is not a file".to_string()
+            } else {
+                "does not exist".to_string()
+            }
+        });
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|d| d.join(program).is_file());
+    (!found).then(|| "is not in any folder on PATH".to_string())
 }
 
 /// A tool that runs a program: args JSON on stdin, the observation on stdout.

@@ -890,13 +890,22 @@ fn cases() -> Vec<Case> {
                 manifest(d, "[[tool]]\nname = \"x\"\ndescription = \"d\"\nargv = [\"/bin/echo\"]\nargs = '{not json'\n")
             },
         ),
+        // Regression: a missing program was found only when the tool was called, so a batch
+        // failed every task on it.
         case(
             "manifest program missing",
-            1,
-            &["cannot start `/no/such/prog` for tool `x`"],
+            2,
+            &["names the program `/no/such/prog`, which does not exist"],
             |d| {
-                write(d, "tools.toml", format!("[[tool]]\nname = \"x\"\ndescription = \"d\"\nargv = [\"/no/such/prog\"]\n{ARGS}"));
-                run(["--tools", "tools.toml", "tools", "call", "x", "{}"])
+                manifest(d, &format!("[[tool]]\nname = \"x\"\ndescription = \"d\"\nargv = [\"/no/such/prog\"]\n{ARGS}"))
+            },
+        ),
+        case(
+            "manifest program not on PATH",
+            2,
+            &["`no-such-program-xyz`, which is not in any folder on PATH"],
+            |d| {
+                manifest(d, &format!("[[tool]]\nname = \"x\"\ndescription = \"d\"\nargv = [\"no-such-program-xyz\"]\n{ARGS}"))
             },
         ),
     ]
