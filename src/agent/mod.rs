@@ -3,10 +3,9 @@
 //!
 //! [`Agent::run_task`] runs one task to an [`AgentResult`] that always carries a
 //! [`StopReason`]. Each round it builds the prompt within the token budget ([`prompt`]),
-//! rebuilds the step schema from the live state (a tool whose circuit is open leaves it; a
-//! tool just called again with the same arguments sits out one round, or the rest of the task
-//! when that call failed; on the last round, or
-//! after a dead loop, only `final_answer` remains), asks the [`Policy`] for
+//! rebuilds the step schema from the live state (a tool whose circuit is open leaves it, and so
+//! does a tool just called again with the same arguments; on the last round only
+//! `final_answer` remains), asks the [`Policy`] for
 //! one step, runs the tool through the [`ToolRegistry`] with retries and exponential backoff
 //! for transient faults, records the step in memory and feeds the observation back.
 //!

@@ -255,12 +255,8 @@ impl<P: Policy> Agent<P> {
         let mut open: HashSet<String> = HashSet::new();
         let mut tool_failures: HashMap<String, usize> = HashMap::new();
         let mut failed_rounds = 0usize;
-        let mut final_only = false;
-        // A tool just chosen again with the same arguments sits out the next round, so a
-        // model stuck on one call must use what it has or try something else.
-        let mut resting: Option<String> = None;
-        // Tools turned off for the rest of the task because a failing call to them was
-        // repeated word for word: the model is stuck on that call.
+        // Tools turned off for the rest of the task because a call to them was repeated word
+        // for word: the model is stuck on that call, and cannot choose it a third time.
         let mut benched: HashSet<String> = HashSet::new();
         // Canonical action → (times chosen, observation, failed).
         let mut seen: HashMap<String, (usize, String, bool)> = HashMap::new();
@@ -279,20 +275,15 @@ impl<P: Policy> Agent<P> {
                 ));
             }
             let last_round = round == max_rounds;
-            let allowed: Vec<StepTool> = if last_round || final_only {
+            let allowed: Vec<StepTool> = if last_round {
                 Vec::new()
             } else {
                 infos
                     .iter()
-                    .filter(|t| {
-                        !open.contains(&t.name)
-                            && !benched.contains(&t.name)
-                            && resting.as_ref() != Some(&t.name)
-                    })
+                    .filter(|t| !open.contains(&t.name) && !benched.contains(&t.name))
                     .map(|t| StepTool::new(t.name.clone(), t.args_schema.clone()))
                     .collect()
             };
-            resting = None;
             let schema = step_schema(&allowed);
             let Some(fitted) = fit(
                 &mut self.policy,
@@ -478,6 +469,9 @@ impl<P: Policy> Agent<P> {
             // A tool call.
             let key = format!("{} {}", step.action, canonical_json(&step.args));
             let call_start = Instant::now();
+            // What the loop adds after the tool's result (a repeat, a circuit opening): shown
+            // after the result's data block, so it is never read as part of the data.
+            let mut loop_note: Option<String> = None;
             let (observation, ok, class, attempts, cached, error_text) = if let Some((
                 times,
                 obs,
@@ -497,26 +491,15 @@ impl<P: Policy> Agent<P> {
                         times,
                     },
                 );
-                let note = if failed {
-                    benched.insert(step.action.clone());
+                benched.insert(step.action.clone());
+                loop_note = Some(if failed {
                     format!("[note: you already called {0} with these same arguments and it failed the same way; {0} is turned off for the rest of this task. Use another tool, or give the final_answer with what you know.]", step.action)
-                } else if times >= 3 {
-                    final_only = true;
-                    format!("[note: you have now chosen {} with these same arguments {times} times; the result is the one above. Only final_answer is allowed now: answer with what you know.]", step.action)
                 } else {
-                    resting = Some(step.action.clone());
-                    format!("[note: you already called {0} with these same arguments; this is the same result as before. {0} is not offered for the next step: use this result, try another tool, or give the final_answer.]", step.action)
-                };
+                    format!("[note: you already called {0} with these same arguments; this is the same result as before. {0} is turned off for the rest of this task: use this result, try another tool, or give the final_answer.]", step.action)
+                });
                 let class = failed.then_some(ErrorClass::InvalidInput);
                 let error_text = failed.then(|| obs.clone());
-                (
-                    format!("{obs}\n{note}"),
-                    !failed,
-                    class,
-                    0,
-                    true,
-                    error_text,
-                )
+                (obs, !failed, class, 0, true, error_text)
             } else {
                 let (r, attempts) = self.call_with_retries(run, round, &step.action, &step.args);
                 match r {
@@ -533,7 +516,6 @@ impl<P: Policy> Agent<P> {
                     }
                 }
             };
-            let mut observation = observation;
             run.result.tool_calls.push(ToolCall {
                 round,
                 tool: step.action.clone(),
@@ -574,13 +556,18 @@ impl<P: Policy> Agent<P> {
                                 failures: n,
                             },
                         );
-                        observation.push_str(&format!(
-                            "\n[the tool {} failed {n} times in a row and is turned off for the rest of this task]",
+                        loop_note = Some(format!(
+                            "[the tool {} failed {n} times in a row and is turned off for the rest of this task]",
                             step.action
                         ));
                     }
                 }
             }
+            // The trace and memory keep the note with the result.
+            let recorded = match &loop_note {
+                Some(n) => format!("{observation}\n{n}"),
+                None => observation.clone(),
+            };
             self.emit(
                 run.start,
                 EventKind::ToolResult {
@@ -589,7 +576,7 @@ impl<P: Policy> Agent<P> {
                     args: step.args.clone(),
                     ok,
                     error_class: class.map(|c| c.as_str().to_string()),
-                    observation: observation.clone(),
+                    observation: recorded.clone(),
                     ms: call_start.elapsed().as_secs_f64() * 1000.0,
                     cached,
                 },
@@ -600,7 +587,7 @@ impl<P: Policy> Agent<P> {
                 (false, false) => "error",
             };
             record.error_class = class.map(|c| c.as_str().to_string());
-            let step_id = self.end_step(run, &mut record, outcome, &observation, step_start);
+            let step_id = self.end_step(run, &mut record, outcome, &recorded, step_start);
             if ok && !cached {
                 run.last_ok = Some((observation.clone(), step_id));
             }
@@ -615,13 +602,17 @@ impl<P: Policy> Agent<P> {
                     }
                 }
             }
+            let mut shown = if ok {
+                super::prompt::observation_text(&step.action, &observation)
+            } else {
+                super::prompt::error_text(&step.action, &observation)
+            };
+            if let Some(n) = &loop_note {
+                shown = format!("{shown}\n{n}");
+            }
             rounds.push(RoundText {
                 step: decoded.text,
-                observation: if ok {
-                    super::prompt::observation_text(&step.action, &observation)
-                } else {
-                    super::prompt::error_text(&step.action, &observation)
-                },
+                observation: shown,
             });
             if failed_rounds >= self.options.max_failed_rounds {
                 return Ok((StopReason::Failures, last_error));

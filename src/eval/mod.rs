@@ -10,7 +10,7 @@
 pub mod batch;
 pub mod naive;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -190,6 +190,28 @@ fn cairn_loop() -> String {
 }
 
 impl OutputLine {
+    /// Whether the task was in a dead loop: one call (the same tool with the same arguments,
+    /// keys in any order) chosen three times or more, or the round limit reached. Counted from
+    /// the calls themselves, so both loops are judged by the same rule whatever their own
+    /// repeat handling.
+    pub fn is_dead_loop(&self) -> bool {
+        if self.stop_reason == "max_rounds" {
+            return true;
+        }
+        let mut times: HashMap<String, usize> = HashMap::new();
+        self.tool_calls.iter().any(|c| {
+            let n = times
+                .entry(format!(
+                    "{} {}",
+                    c.tool,
+                    crate::agent::canonical_json(&c.args)
+                ))
+                .or_insert(0);
+            *n += 1;
+            *n >= 3
+        })
+    }
+
     /// The output line of an agent result.
     pub fn from_result(id: &str, r: &crate::agent::AgentResult, loop_name: &str) -> Self {
         OutputLine {
@@ -267,8 +289,8 @@ pub struct Metrics {
     pub avg_latency_ms: f64,
     /// 95th-percentile latency, ms.
     pub p95_latency_ms: f64,
-    /// Fraction of tasks in a dead loop: the same action with the same arguments chosen a
-    /// third time (where cairn's loop allows only the final answer), or the round limit hit.
+    /// Fraction of tasks in a dead loop ([`OutputLine::is_dead_loop`]): one call chosen three
+    /// times or more, or the round limit hit.
     pub dead_loop_rate: f64,
     /// Mean prompt tokens per task.
     pub avg_prompt_tokens: f64,
@@ -323,13 +345,7 @@ impl Metrics {
         lat.sort_by(|a, b| a.total_cmp(b));
         let idx = ((0.95 * nf).ceil() as usize).clamp(1, n) - 1;
         m.p95_latency_ms = lat[idx];
-        m.dead_loop_rate = ratio(
-            results
-                .iter()
-                .filter(|(_, o)| o.dead_loops >= 2 || o.stop_reason == "max_rounds")
-                .count(),
-            n,
-        );
+        m.dead_loop_rate = ratio(results.iter().filter(|(_, o)| o.is_dead_loop()).count(), n);
         let gen: usize = results.iter().map(|(_, o)| o.generated_tokens).sum();
         m.avg_prompt_tokens = results
             .iter()
@@ -474,6 +490,25 @@ mod tests {
         assert!(matches("a 2-year warranty", &e(&["3-year", "2-year"])));
         assert!(!matches("anything", &[]));
         assert!(matches("minus -5 degrees", &e(&["-5"])));
+    }
+
+    #[test]
+    fn a_dead_loop_is_one_call_three_times_or_the_round_limit() {
+        let line = |calls: &str, stop: &str| -> OutputLine {
+            serde_json::from_str(&format!(
+                r#"{{"id":"x","answer":"","stop_reason":"{stop}","rounds":4,"tool_calls":[{calls}],"prompt_tokens":1,"generated_tokens":1,"latency_ms":1}}"#
+            ))
+            .unwrap()
+        };
+        let a = r#"{"tool":"sql","args":{"query":"q","n":1},"ok":true}"#;
+        let a_reordered = r#"{"tool":"sql","args":{"n":1,"query":"q"},"ok":true}"#;
+        let b = r#"{"tool":"calculator","args":{"expression":"1"},"ok":false}"#;
+        // Two repeats of two different calls are not a loop; one call three times is, with
+        // other calls between and keys in another order.
+        assert!(!line(&format!("{a},{a},{b},{b}"), "final_answer").is_dead_loop());
+        assert!(line(&format!("{a},{b},{a_reordered},{b},{a}"), "final_answer").is_dead_loop());
+        assert!(line("", "max_rounds").is_dead_loop());
+        assert!(!line("", "failures").is_dead_loop());
     }
 
     #[test]
