@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
@@ -140,7 +140,7 @@ const GGUF_MAGIC: &[u8; 4] = b"GGUF";
 
 impl GgufFile {
     /// Opens and validates a GGUF file: magic, header, and that every tensor's data lies
-    /// inside the file.
+    /// inside the file (see [`read_header`]).
     pub fn open(path: &Path) -> Result<Self> {
         let io = |source| ModelError::Io {
             path: path.to_path_buf(),
@@ -158,90 +158,17 @@ impl GgufFile {
         let file = File::open(path).map_err(io)?;
         let file_size = file.metadata().map_err(io)?.len();
         let mut reader = BufReader::new(file);
-        let mut magic = [0u8; 4];
-        if let Err(e) = reader.read_exact(&mut magic) {
-            return Err(ModelError::NotGguf {
-                path: path.to_path_buf(),
-                reason: if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                    format!("only {file_size} bytes, too short for a GGUF header")
-                } else {
-                    e.to_string()
-                },
-            });
-        }
-        if &magic != GGUF_MAGIC {
-            return Err(ModelError::NotGguf {
-                path: path.to_path_buf(),
-                reason: format!("bad magic \"{}\", expected \"GGUF\"", magic.escape_ascii()),
-            });
-        }
-        use std::io::Seek;
-        reader.rewind().map_err(io)?;
-        let content = gguf_file::Content::read(&mut reader).map_err(|e| {
-            let detail = e.to_string().lines().next().unwrap_or("").to_string();
-            if is_truncation(&e) {
-                ModelError::Truncated {
-                    path: path.to_path_buf(),
-                    detail: format!(
-                        "the header ends early ({detail}); the file has {file_size} bytes"
-                    ),
-                }
-            } else {
-                ModelError::BadGguf {
-                    path: path.to_path_buf(),
-                    detail,
-                }
-            }
-        })?;
-        let mut gguf = GgufFile {
+        let content = read_header(&mut reader, path, file_size)?;
+        Ok(GgufFile {
             path: path.to_path_buf(),
             content,
             file_size,
             reader,
-        };
-        gguf.check_tensor_bounds()?;
-        Ok(gguf)
-    }
-
-    fn check_tensor_bounds(&mut self) -> Result<()> {
-        let base = self.content.tensor_data_offset;
-        let mut worst: Option<(&String, u64)> = None;
-        for (name, info) in &self.content.tensor_infos {
-            let n = info.shape.elem_count();
-            let block = info.ggml_dtype.block_size();
-            if n % block != 0 {
-                return Err(self.bad_tensor(
-                    name,
-                    format!(
-                        "{n} elements is not a multiple of the {:?} block size {block}",
-                        info.ggml_dtype
-                    ),
-                ));
-            }
-            let bytes = (n / block) as u64 * info.ggml_dtype.type_size() as u64;
-            let end = base.saturating_add(info.offset).saturating_add(bytes);
-            if end > self.file_size && worst.is_none_or(|(_, e)| end > e) {
-                worst = Some((name, end));
-            }
-        }
-        if let Some((name, end)) = worst {
-            return Err(ModelError::Truncated {
-                path: self.path.clone(),
-                detail: format!(
-                    "tensor `{name}` needs bytes up to {end}, the file has {}",
-                    self.file_size
-                ),
-            });
-        }
-        Ok(())
+        })
     }
 
     fn bad_tensor(&self, name: &str, reason: String) -> ModelError {
-        ModelError::BadTensor {
-            path: self.path.clone(),
-            name: name.to_string(),
-            reason,
-        }
+        bad_tensor(&self.path, name, reason)
     }
 
     /// `general.architecture`.
@@ -388,6 +315,230 @@ impl GgufFile {
     }
 }
 
+/// Reads and validates a GGUF header from `reader`, which holds `file_size` bytes: the magic,
+/// candle's parse of the metadata and tensor infos, and that every tensor's data lies inside
+/// those bytes. [`GgufFile::open`] reads files through it; a `Cursor` over bytes in memory
+/// works too (the `gguf_metadata` fuzz target). `path` only names the file in errors.
+pub fn read_header<R: Read + Seek>(
+    reader: &mut R,
+    path: &Path,
+    file_size: u64,
+) -> Result<gguf_file::Content> {
+    let io = |source| ModelError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    reader.rewind().map_err(io)?;
+    let mut magic = [0u8; 4];
+    if let Err(e) = reader.read_exact(&mut magic) {
+        return Err(ModelError::NotGguf {
+            path: path.to_path_buf(),
+            reason: if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                format!("only {file_size} bytes, too short for a GGUF header")
+            } else {
+                e.to_string()
+            },
+        });
+    }
+    if &magic != GGUF_MAGIC {
+        return Err(ModelError::NotGguf {
+            path: path.to_path_buf(),
+            reason: format!("bad magic \"{}\", expected \"GGUF\"", magic.escape_ascii()),
+        });
+    }
+    reader.rewind().map_err(io)?;
+    if declares_zero_alignment(reader) {
+        return Err(ModelError::BadKey {
+            path: path.to_path_buf(),
+            key: "general.alignment".into(),
+            reason: "must be greater than 0".into(),
+        });
+    }
+    reader.rewind().map_err(io)?;
+    let content = gguf_file::Content::read(reader).map_err(|e| {
+        let detail = e.to_string().lines().next().unwrap_or("").to_string();
+        if is_truncation(&e) {
+            ModelError::Truncated {
+                path: path.to_path_buf(),
+                detail: format!("the header ends early ({detail}); the file has {file_size} bytes"),
+            }
+        } else {
+            ModelError::BadGguf {
+                path: path.to_path_buf(),
+                detail,
+            }
+        }
+    })?;
+    check_tensor_bounds(&content, path, file_size)?;
+    Ok(content)
+}
+
+/// Whether the header sets `general.alignment` to 0, found by walking the metadata ahead of
+/// candle: candle-core 0.11.1 rounds the tensor data offset up with
+/// `position.div_ceil(alignment)` after parsing, so such a file would panic inside
+/// `Content::read` (found by the `gguf_metadata` fuzz target). Candle reads the key from any
+/// integer type up to 32 bits and the last entry wins; so does this walk. A header the walk
+/// cannot follow gives `false`, and candle then reports what is wrong with it.
+fn declares_zero_alignment<R: Read + Seek>(reader: &mut R) -> bool {
+    fn walk<R: Read + Seek>(r: &mut R) -> std::io::Result<bool> {
+        let _magic = read_u32(r)?;
+        let wide = read_u32(r)? >= 2; // GGUF v1 has 32-bit lengths, v2 and v3 64-bit ones.
+        let _tensors = read_len(r, wide)?;
+        let entries = read_len(r, wide)?;
+        let mut zero = false;
+        // Every entry reads at least 4 bytes, so the loop ends at the end of the file.
+        for _ in 0..entries {
+            let key_len = read_len(r, wide)?;
+            let mut is_alignment = false;
+            if key_len == 17 {
+                let mut key = [0u8; 17];
+                r.read_exact(&mut key)?;
+                is_alignment = &key == b"general.alignment";
+            } else {
+                skip(r, key_len)?;
+            }
+            let value_type = read_u32(r)?;
+            if is_alignment {
+                zero = match value_type {
+                    0 | 1 => read_n::<_, 1>(r)? == [0],
+                    2 | 3 => read_n::<_, 2>(r)? == [0; 2],
+                    4 | 5 => read_n::<_, 4>(r)? == [0; 4],
+                    _ => {
+                        skip_value(r, value_type, wide, 0)?;
+                        false
+                    }
+                };
+            } else {
+                skip_value(r, value_type, wide, 0)?;
+            }
+        }
+        Ok(zero)
+    }
+    walk(reader).unwrap_or(false)
+}
+
+fn read_n<R: Read, const N: usize>(r: &mut R) -> std::io::Result<[u8; N]> {
+    let mut b = [0u8; N];
+    r.read_exact(&mut b)?;
+    Ok(b)
+}
+
+fn read_u32<R: Read>(r: &mut R) -> std::io::Result<u32> {
+    read_n(r).map(u32::from_le_bytes)
+}
+
+fn read_len<R: Read>(r: &mut R, wide: bool) -> std::io::Result<u64> {
+    if wide {
+        read_n(r).map(u64::from_le_bytes)
+    } else {
+        read_u32(r).map(u64::from)
+    }
+}
+
+fn skip<R: Seek>(r: &mut R, n: u64) -> std::io::Result<()> {
+    let n = i64::try_from(n).map_err(|_| std::io::ErrorKind::InvalidData)?;
+    r.seek_relative(n)
+}
+
+/// Skips one metadata value of GGUF type `value_type` (0-12).
+fn skip_value<R: Read + Seek>(
+    r: &mut R,
+    value_type: u32,
+    wide: bool,
+    depth: usize,
+) -> std::io::Result<()> {
+    let fixed = |t: u32| match t {
+        0 | 1 | 7 => Some(1u64),
+        2 | 3 => Some(2),
+        4..=6 => Some(4),
+        10..=12 => Some(8),
+        _ => None,
+    };
+    if let Some(n) = fixed(value_type) {
+        return skip(r, n);
+    }
+    match value_type {
+        8 => {
+            let n = read_len(r, wide)?;
+            skip(r, n)
+        }
+        9 if depth < 64 => {
+            let element_type = read_u32(r)?;
+            let n = read_len(r, wide)?;
+            if let Some(size) = fixed(element_type) {
+                return skip(
+                    r,
+                    n.checked_mul(size).ok_or(std::io::ErrorKind::InvalidData)?,
+                );
+            }
+            // Strings and arrays read at least 4 bytes each, so this ends at the end of file.
+            for _ in 0..n {
+                skip_value(r, element_type, wide, depth + 1)?;
+            }
+            Ok(())
+        }
+        _ => Err(std::io::ErrorKind::InvalidData.into()),
+    }
+}
+
+fn check_tensor_bounds(content: &gguf_file::Content, path: &Path, file_size: u64) -> Result<()> {
+    let base = content.tensor_data_offset;
+    let mut worst: Option<(&String, u64)> = None;
+    for (name, info) in &content.tensor_infos {
+        // Checked, not `Shape::elem_count`: a corrupt header can declare dimensions whose
+        // product overflows, which `elem_count` wraps in release builds and panics on in
+        // debug ones (found by the `gguf_metadata` fuzz target).
+        let dims = info.shape.dims();
+        let Some(n) = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) else {
+            return Err(bad_tensor(
+                path,
+                name,
+                format!(
+                    "its shape {dims:?} has too many elements to count (the product overflows)"
+                ),
+            ));
+        };
+        let block = info.ggml_dtype.block_size();
+        if n % block != 0 {
+            return Err(bad_tensor(
+                path,
+                name,
+                format!(
+                    "{n} elements is not a multiple of the {:?} block size {block}",
+                    info.ggml_dtype
+                ),
+            ));
+        }
+        let Some(bytes) = ((n / block) as u64).checked_mul(info.ggml_dtype.type_size() as u64)
+        else {
+            return Err(bad_tensor(
+                path,
+                name,
+                format!("its shape {dims:?} needs more than 2^64 bytes"),
+            ));
+        };
+        let end = base.saturating_add(info.offset).saturating_add(bytes);
+        if end > file_size && worst.is_none_or(|(_, e)| end > e) {
+            worst = Some((name, end));
+        }
+    }
+    if let Some((name, end)) = worst {
+        return Err(ModelError::Truncated {
+            path: path.to_path_buf(),
+            detail: format!("tensor `{name}` needs bytes up to {end}, the file has {file_size}"),
+        });
+    }
+    Ok(())
+}
+
+fn bad_tensor(path: &Path, name: &str, reason: String) -> ModelError {
+    ModelError::BadTensor {
+        path: path.to_path_buf(),
+        name: name.to_string(),
+        reason,
+    }
+}
+
 /// Whether a candle error from the GGUF reader means the file ended early.
 fn is_truncation(e: &candle_core::Error) -> bool {
     match e {
@@ -512,5 +663,97 @@ pub fn dtype_name(t: GgmlDType) -> &'static str {
         GgmlDType::Q5K => "Q5_K",
         GgmlDType::Q6K => "Q6_K",
         GgmlDType::Q8K => "Q8_K",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    /// A GGUF v3 header with no metadata and one tensor of `dims` (GGUF order) and `dtype`
+    /// at offset 0, followed by `data` bytes of tensor data.
+    fn header_with_tensor(dims: &[u64], dtype: u32, data: usize) -> Vec<u8> {
+        let mut b = b"GGUF".to_vec();
+        b.extend(3u32.to_le_bytes());
+        b.extend(1u64.to_le_bytes()); // tensors
+        b.extend(0u64.to_le_bytes()); // metadata entries
+        b.extend(1u64.to_le_bytes());
+        b.push(b't');
+        b.extend((dims.len() as u32).to_le_bytes());
+        for d in dims {
+            b.extend(d.to_le_bytes());
+        }
+        b.extend(dtype.to_le_bytes());
+        b.extend(0u64.to_le_bytes()); // offset
+        b.resize(b.len().div_ceil(32) * 32 + data, 0);
+        b
+    }
+
+    fn read(bytes: &[u8]) -> Result<gguf_file::Content> {
+        read_header(
+            &mut Cursor::new(bytes),
+            Path::new("x.gguf"),
+            bytes.len() as u64,
+        )
+    }
+
+    #[test]
+    fn a_small_f32_tensor_is_accepted() {
+        let content = read(&header_with_tensor(&[2, 2], 0, 16)).expect("valid header");
+        assert_eq!(content.tensor_infos["t"].shape.dims(), &[2, 2]);
+    }
+
+    #[test]
+    fn tensor_dims_whose_product_overflows_are_an_error_not_a_panic() {
+        let err =
+            read(&header_with_tensor(&[1 << 32, 1 << 32, 2], 0, 0)).expect_err("overflowing shape");
+        assert!(
+            matches!(&err, ModelError::BadTensor { name, .. } if name == "t"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("too many elements"), "{err}");
+    }
+
+    #[test]
+    fn zero_general_alignment_is_an_error_not_a_panic() {
+        // Found by the `gguf_metadata` fuzz target: candle divides by the alignment.
+        let header = |value_type: u32, value: &[u8]| {
+            let mut b = b"GGUF".to_vec();
+            b.extend(3u32.to_le_bytes());
+            b.extend(0u64.to_le_bytes()); // tensors
+            b.extend(2u64.to_le_bytes()); // metadata entries
+            for (key, ty, v) in [
+                (&b"general.name"[..], 8u32, &b"\x01\0\0\0\0\0\0\0x"[..]),
+                (b"general.alignment", value_type, value),
+            ] {
+                b.extend((key.len() as u64).to_le_bytes());
+                b.extend(key);
+                b.extend(ty.to_le_bytes());
+                b.extend(v);
+            }
+            b
+        };
+        for (ty, zero) in [(0u32, &[0u8][..]), (3, &[0; 2]), (4, &[0; 4]), (5, &[0; 4])] {
+            let err = read(&header(ty, zero)).expect_err("zero alignment");
+            assert!(
+                matches!(&err, ModelError::BadKey { key, .. } if key == "general.alignment"),
+                "{err}"
+            );
+        }
+        let ok = read(&header(4, &64u32.to_le_bytes())).expect("alignment 64");
+        assert_eq!(ok.tensor_data_offset % 64, 0);
+        // A u64 alignment is ignored by candle (it uses the default), so 0 there is harmless.
+        read(&header(10, &0u64.to_le_bytes())).expect("u64 alignment");
+    }
+
+    #[test]
+    fn tensor_bytes_that_overflow_are_an_error_not_a_panic() {
+        // 2^63 F32 elements count fine but need 2^65 bytes.
+        let err = read(&header_with_tensor(&[1 << 63], 0, 0)).expect_err("overflowing size");
+        assert!(
+            err.to_string().contains("needs more than 2^64 bytes"),
+            "{err}"
+        );
     }
 }

@@ -558,6 +558,19 @@ fn cases() -> Vec<Case> {
             write(d, "z.gguf", gguf_tensor(&[1 << 40, 1 << 40], 0, 64));
             gen("z.gguf")
         }),
+        // Found by fuzzing: candle divided by the alignment, so 0 panicked.
+        case(
+            "zero alignment",
+            2,
+            &["general.alignment", "must be greater than 0"],
+            |d| {
+                let mut rest = gguf_str("general.alignment");
+                rest.extend(4u32.to_le_bytes());
+                rest.extend(0u32.to_le_bytes());
+                write(d, "a.gguf", gguf(3, 0, 1, &rest));
+                gen("a.gguf")
+            },
+        ),
         case(
             "unsupported quant type",
             2,
