@@ -242,6 +242,13 @@ fn eval_refuses_a_suite_task_without_expected_answers() {
         ));
 }
 
+/// A finished task's output line, as a batch writes it.
+fn done_line(id: &str) -> String {
+    format!(
+        "{{\"id\":\"{id}\",\"answer\":\"x\",\"stop_reason\":\"final_answer\",\"rounds\":1,\"tool_calls\":[],\"prompt_tokens\":1,\"generated_tokens\":1,\"latency_ms\":1}}\n"
+    )
+}
+
 /// Regression: a batch killed after its last line was written but before the file was put
 /// in input order stayed in finishing order, because a re-run with nothing left to run
 /// returned before that step (found by the crash test).
@@ -251,12 +258,11 @@ fn a_rerun_with_nothing_left_still_puts_the_output_in_input_order() {
     let input = dir.path().join("in.jsonl");
     write_tasks(&input, 3, false);
     let out = dir.path().join("out.jsonl");
-    let line = |id: &str| {
-        format!(
-            "{{\"id\":\"{id}\",\"answer\":\"x\",\"stop_reason\":\"final_answer\",\"rounds\":1,\"tool_calls\":[],\"prompt_tokens\":1,\"generated_tokens\":1,\"latency_ms\":1}}\n"
-        )
-    };
-    std::fs::write(&out, [line("t3"), line("t1"), line("t2")].concat()).unwrap();
+    std::fs::write(
+        &out,
+        [done_line("t3"), done_line("t1"), done_line("t2")].concat(),
+    )
+    .unwrap();
     cairn(dir.path())
         .args(["batch", "--no-memory", "--model"])
         .arg(&model)
@@ -279,11 +285,7 @@ fn a_cut_last_line_is_removed_before_new_lines_are_appended() {
     let input = dir.path().join("in.jsonl");
     write_tasks(&input, 2, false);
     let out = dir.path().join("out.jsonl");
-    std::fs::write(
-        &out,
-        "{\"id\":\"t1\",\"answer\":\"x\",\"stop_reason\":\"final_answer\",\"rounds\":1,\"tool_calls\":[],\"prompt_tokens\":1,\"generated_tokens\":1,\"latency_ms\":1}\n{\"id\":\"t2\",\"answ",
-    )
-    .unwrap();
+    std::fs::write(&out, done_line("t1") + "{\"id\":\"t2\",\"answ").unwrap();
     let o = cairn(dir.path())
         .args([
             "batch",

@@ -300,3 +300,34 @@ pub fn preset_model(name: &'static str) -> &'static cairn::model::LoadedModel {
     guard.insert(name, leaked);
     leaked
 }
+
+/// `cairn batch` over `tasks.jsonl` in `dir`, writing `out.jsonl` and the memory file
+/// `mem.sqlite` there: two jobs, two short rounds, quiet, offline, one thread per job. Used by
+/// the tests that kill or load a batch.
+pub fn two_job_batch(dir: &Path, model: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cairn"));
+    cmd.current_dir(dir)
+        .env("CAIRN_HOME", dir.join("home"))
+        .env("CAIRN_OFFLINE", "1")
+        .env("CAIRN_THREADS", "1")
+        .args([
+            "batch",
+            "-q",
+            "--jobs",
+            "2",
+            "--max-rounds",
+            "2",
+            "--max-tokens",
+            "32",
+            "--memory",
+            "mem.sqlite",
+            "--out",
+            "out.jsonl",
+            "tasks.jsonl",
+            "--model",
+        ])
+        .arg(model)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd
+}

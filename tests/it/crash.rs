@@ -5,12 +5,12 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{tiny_model, TinySpec};
+use crate::common::{tiny_model, two_job_batch, TinySpec};
 
 const TASKS: usize = 40;
 const KILLS: usize = 12;
@@ -30,34 +30,6 @@ fn whole_lines(out: &Path) -> Vec<String> {
             v["id"].as_str().unwrap().to_string()
         })
         .collect()
-}
-
-fn batch(model: &Path, dir: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cairn"));
-    cmd.current_dir(dir)
-        .env("CAIRN_HOME", dir.join("home"))
-        .env("CAIRN_OFFLINE", "1")
-        .env("CAIRN_THREADS", "1")
-        .args([
-            "batch",
-            "-q",
-            "--jobs",
-            "2",
-            "--max-rounds",
-            "2",
-            "--max-tokens",
-            "48",
-            "--memory",
-            "mem.sqlite",
-            "--out",
-            "out.jsonl",
-            "tasks.jsonl",
-            "--model",
-        ])
-        .arg(model)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd
 }
 
 /// A small xorshift generator: the kill points differ between kills but a failing seed can
@@ -102,7 +74,7 @@ fn batch_killed_at_random_points_loses_no_line_and_keeps_memory_whole() {
         if done_before >= TASKS {
             break;
         }
-        let mut child = batch(&model, dir).spawn().unwrap();
+        let mut child = two_job_batch(dir, &model).spawn().unwrap();
         // Kill after a random number of new lines (0: before the first), plus a random few
         // milliseconds, so kills land before, during and between task writes.
         let wait_lines = done_before + rng.below(4) as usize;
@@ -147,7 +119,10 @@ fn batch_killed_at_random_points_loses_no_line_and_keeps_memory_whole() {
         "only {survived} kills landed before the batch ended (seed {seed})"
     );
 
-    let last = batch(&model, dir).stderr(Stdio::piped()).output().unwrap();
+    let last = two_job_batch(dir, &model)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&last.stderr);
     // Exit 1 says some task ended without an answer (random weights); 2 would be a failure.
     assert!(

@@ -4,10 +4,10 @@
 //! holds after the first hundred tasks is what it holds at the end, within a small margin.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{tiny_model, TinySpec};
+use crate::common::{tiny_model, two_job_batch, TinySpec};
 
 const TASKS: usize = 1000;
 /// Growth allowed from the 10% mark to the end. Per-task growth of even 20 KB would add
@@ -42,29 +42,7 @@ fn a_thousand_task_batch_with_two_jobs_keeps_every_line_and_flat_memory() {
     }
     std::fs::write(dir.join("tasks.jsonl"), tasks).unwrap();
     let out = dir.join("out.jsonl");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("cairn"))
-        .current_dir(dir)
-        .env("CAIRN_HOME", dir.join("home"))
-        .env("CAIRN_OFFLINE", "1")
-        .env("CAIRN_THREADS", "1")
-        .args([
-            "batch",
-            "-q",
-            "--jobs",
-            "2",
-            "--max-rounds",
-            "2",
-            "--max-tokens",
-            "32",
-            "--memory",
-            "mem.sqlite",
-            "--out",
-            "out.jsonl",
-            "tasks.jsonl",
-            "--model",
-        ])
-        .arg(&model)
-        .stdout(Stdio::null())
+    let mut child = two_job_batch(dir, &model)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
