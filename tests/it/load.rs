@@ -56,7 +56,7 @@ fn a_thousand_task_batch_with_two_jobs_keeps_every_line_and_flat_memory() {
         if let Some(kb) = rss_kb(pid) {
             samples.push((done, kb));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(1));
     }
     let mut stderr = String::new();
     child
