@@ -12,6 +12,8 @@ use cairn::tools::calculator::CalculatorTool;
 use cairn::tools::{Observation, RegistryOptions, Tool, ToolError, ToolRegistry};
 use serde_json::{json, Value};
 
+use crate::common::{answer, step};
+
 /// A tool that fails with a chosen error a given number of times, then answers.
 struct Flaky {
     name: &'static str,
@@ -86,16 +88,8 @@ fn registry(extra: Vec<Arc<dyn Tool>>) -> ToolRegistry {
     reg
 }
 
-fn step(action: &str, args: Value) -> Value {
-    json!({"thought": "next", "action": action, "args": args})
-}
-
 fn calc(expr: &str) -> Value {
     step("calculator", json!({"expression": expr}))
-}
-
-fn answer(text: &str) -> Value {
-    step("final_answer", json!({"answer": text}))
 }
 
 fn agent(

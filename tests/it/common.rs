@@ -331,3 +331,13 @@ pub fn two_job_batch(dir: &Path, model: &Path) -> std::process::Command {
         .stderr(std::process::Stdio::null());
     cmd
 }
+
+/// One agent step for a scripted policy: `action` with `args`.
+pub fn step(action: &str, args: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"thought": "next", "action": action, "args": args})
+}
+
+/// A scripted `final_answer` step.
+pub fn answer(text: &str) -> serde_json::Value {
+    step("final_answer", serde_json::json!({ "answer": text }))
+}
