@@ -3,6 +3,7 @@
 //! - [`gguf`]: opening a GGUF file, reading metadata by key with errors that name the key.
 //! - [`tokenizer`]: the byte-level BPE tokenizer built from the GGUF's `tokenizer.ggml.*` keys.
 //! - [`template`]: the GGUF's own Jinja chat template, rendered with minijinja.
+//! - [`cpu`]: cairn's own CPU forward pass and quantized kernels (the default engine).
 //! - [`arch`]: the architectures (`llama`, `qwen2`), one file each, over [`kv_cache::KvCache`].
 //! - [`session`]: a [`Session`] holds the tokens in the KV cache and feeds only what is new.
 //! - [`sampling`]: greedy and temperature/top-k/top-p sampling.
@@ -12,6 +13,7 @@
 
 pub mod arch;
 pub mod bench;
+pub mod cpu;
 pub mod fetch;
 pub mod generate;
 pub mod gguf;

@@ -3,17 +3,22 @@
 
 use std::sync::Arc;
 
-use cairn::model::arch::{self, LoadOptions};
+use cairn::model::arch::{self, Engine, LoadOptions};
 use cairn::model::gguf::GgufFile;
 use cairn::model::{Model, ModelError, Session};
 
 use crate::common::{tiny_model, TinySpec, VOCAB};
 
 fn load(spec: &TinySpec, requantize: bool) -> (tempfile::TempDir, Arc<Model>) {
+    load_with(spec, Engine::Native, requantize)
+}
+
+fn load_with(spec: &TinySpec, engine: Engine, requantize: bool) -> (tempfile::TempDir, Arc<Model>) {
     let (dir, path) = tiny_model(spec);
     let mut gguf = GgufFile::open(&path).expect("open tiny gguf");
     let opts = LoadOptions {
         requantize,
+        engine,
         ..LoadOptions::default()
     };
     let model = arch::load(&mut gguf, &opts).expect("load tiny model");
@@ -193,8 +198,8 @@ fn a_sequence_longer_than_the_context_is_a_clear_error() {
 
 #[test]
 fn keeping_q4_1_as_stored_gives_close_logits_to_requantized() {
-    let (_d, requant) = load(&TinySpec::llama(), true);
-    let (_e, kept) = load(&TinySpec::llama(), false);
+    let (_d, requant) = load_with(&TinySpec::llama(), Engine::Candle, true);
+    let (_e, kept) = load_with(&TinySpec::llama(), Engine::Candle, false);
     assert!(requant.report.requantized > 0);
     assert_eq!(kept.report.requantized, 0);
     let a = logits(&mut Session::new(requant), &PREFIX);
@@ -213,6 +218,53 @@ fn keeping_q4_1_as_stored_gives_close_logits_to_requantized() {
         "requantized logits drift by {} relative",
         diff / norm
     );
+}
+
+/// The native forward pass against the candle one on the same weights. For the formats the
+/// native kernels run as stored, both quantize activations the same way (8 bits per 32
+/// values, f16 scales), so they agree up to the order of float additions, for a prefill of
+/// several tokens and each decode step after it. Formats without a native kernel (F16,
+/// Q4_0) are re-quantized to Q8_0 at load, so they differ by that quantization noise only.
+#[test]
+fn native_engine_logits_match_the_candle_engine() {
+    use candle_core::quantized::GgmlDType;
+    let mut specs = specs();
+    for dtype in [
+        GgmlDType::Q5_0,
+        GgmlDType::Q8_0,
+        GgmlDType::F16,
+        GgmlDType::Q4_0,
+    ] {
+        specs.push(TinySpec {
+            dtype,
+            ..TinySpec::llama()
+        });
+    }
+    for spec in specs {
+        let (_d, native) = load_with(&spec, Engine::Native, false);
+        let (_e, candle) = load_with(&spec, Engine::Candle, false);
+        assert_eq!(native.engine(), Engine::Native);
+        assert_eq!(candle.engine(), Engine::Candle);
+        let converted = matches!(spec.dtype, GgmlDType::F16 | GgmlDType::Q4_0);
+        assert_eq!(native.report.requantized > 0, converted, "{:?}", spec.dtype);
+        let (mut a, mut b) = (Session::new(native), Session::new(candle));
+        let mut tokens = PREFIX.to_vec();
+        for step in 0..=SUFFIX.len() {
+            let (x, y) = (logits(&mut a, &tokens), logits(&mut b, &tokens));
+            let what = format!("{} {:?} step {step}", spec.arch, spec.dtype);
+            if converted {
+                let diff: f32 = x.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum();
+                let norm: f32 = y.iter().map(|q| q * q).sum();
+                let rel = (diff / norm).sqrt();
+                assert!(rel < 0.15, "{what}: relative L2 difference {rel}");
+            } else {
+                assert_close(&x, &y, &what);
+            }
+            if let Some(&t) = SUFFIX.get(step) {
+                tokens.push(t);
+            }
+        }
+    }
 }
 
 #[test]

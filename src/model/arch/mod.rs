@@ -6,8 +6,12 @@
 //! RMSNorm → attention (RoPE, grouped-query, causal) → residual → RMSNorm → SwiGLU MLP →
 //! residual, then the final norm and the output projection of the last position.
 //!
-//! Weights stay quantized: matmuls run on candle's quantized kernels, and the token embedding
-//! table is a quantized tensor of which only the looked-up rows are dequantized.
+//! Weights stay quantized. There are two implementations of the forward pass, picked by
+//! [`LoadOptions::engine`]: cairn's own CPU code ([`Engine::Native`], in [`super::cpu`], the
+//! default) and the earlier one on candle's tensors and quantized kernels ([`Engine::Candle`]),
+//! kept as the reference the native pass is tested against and for comparisons in
+//! `cairn bench`. In both, the token embedding table stays quantized and only the looked-up
+//! rows are dequantized.
 
 pub mod llama;
 pub mod qwen2;
@@ -17,6 +21,8 @@ use std::sync::Arc;
 use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
+use super::cpu::matmul::{QMatrix, Stored};
+use super::cpu::{kernels, HostBlock, HostModel};
 use super::gguf::{GgufFile, ModelError, Result};
 use super::kv_cache::KvCache;
 
@@ -63,13 +69,49 @@ pub struct TransformerConfig {
     pub qkv_bias: bool,
 }
 
+/// Which implementation of the forward pass runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// cairn's own CPU forward pass and kernels ([`super::cpu`]).
+    #[default]
+    Native,
+    /// The forward pass on candle's tensors and quantized kernels.
+    Candle,
+}
+
+impl Engine {
+    /// `native` or `candle`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Native => "native",
+            Engine::Candle => "candle",
+        }
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "native" => Ok(Engine::Native),
+            "candle" => Ok(Engine::Candle),
+            _ => Err(format!(
+                "unknown engine `{s}`: expected `native` or `candle`"
+            )),
+        }
+    }
+}
+
 /// Options for loading weights.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
-    /// Re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 (candle has no SIMD kernels for them).
+    /// Candle engine only: re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 (candle has no SIMD
+    /// kernels for them). The native engine runs Q4_1, Q5_0, Q8_0, Q4_K and Q6_K as stored.
     pub requantize: bool,
-    /// Where tensors live.
+    /// Where tensors live (the native engine runs on the CPU only).
     pub device: Device,
+    /// Which forward pass to use.
+    pub engine: Engine,
 }
 
 impl Default for LoadOptions {
@@ -77,6 +119,7 @@ impl Default for LoadOptions {
         LoadOptions {
             requantize: true,
             device: Device::Cpu,
+            engine: Engine::Native,
         }
     }
 }
@@ -109,6 +152,25 @@ pub struct LoadReport {
     pub requantized: usize,
     /// Bytes of quantized weights held.
     pub weight_bytes: usize,
+    /// The forward pass in use.
+    pub engine: Engine,
+    /// The native engine's kernels (`avx512vnni`, `avx2` or `scalar`); empty for candle.
+    pub kernels: &'static str,
+}
+
+/// The candle engine's weights.
+struct CandleWeights {
+    embedding: Arc<QTensor>,
+    blocks: Vec<Block>,
+    norm: Tensor,
+    output: QMatMul,
+    rope_cos: Tensor,
+    rope_sin: Tensor,
+}
+
+enum Weights {
+    Candle(CandleWeights),
+    Native(HostModel),
 }
 
 /// The loaded weights of one model and its forward pass.
@@ -117,12 +179,7 @@ pub struct Model {
     pub config: TransformerConfig,
     /// What loading did.
     pub report: LoadReport,
-    embedding: Arc<QTensor>,
-    blocks: Vec<Block>,
-    norm: Tensor,
-    output: QMatMul,
-    rope_cos: Tensor,
-    rope_sin: Tensor,
+    weights: Weights,
     device: Device,
 }
 
@@ -161,6 +218,113 @@ impl<'a> Loader<'a> {
         Ok(Arc::new(t))
     }
 
+    /// A weight matrix for the native engine, in its stored format when a kernel exists for
+    /// it, else re-quantized to Q8_0 (counted in the report).
+    fn host_matrix(&mut self, name: &str, dims: &[usize]) -> Result<QMatrix> {
+        let t = self.gguf.tensor(name, Some(dims), &Device::Cpu)?;
+        let (rows, cols) = (dims[0], dims[1]);
+        let stored = match t.dtype() {
+            GgmlDType::Q4_1 => Some(Stored::Q4_1),
+            GgmlDType::Q5_0 => Some(Stored::Q5_0),
+            GgmlDType::Q8_0 => Some(Stored::Q8_0),
+            GgmlDType::Q4K => Some(Stored::Q4K),
+            GgmlDType::Q6K => Some(Stored::Q6K),
+            _ => None,
+        };
+        let bad = |reason: String| ModelError::BadTensor {
+            path: self.gguf.path.clone(),
+            name: name.to_string(),
+            reason,
+        };
+        let m = match stored {
+            Some(stored) => {
+                let bytes = t.data()?;
+                QMatrix::from_bytes(stored, rows, cols, &bytes).map_err(bad)?
+            }
+            None => {
+                if cols % kernels::QK != 0 {
+                    return Err(bad(format!(
+                        "{:?} with {cols} columns has no native kernel and cannot be \
+                         re-quantized to Q8_0 (not a multiple of 32); use --engine candle",
+                        t.dtype()
+                    )));
+                }
+                self.report.requantized += 1;
+                let values = t
+                    .dequantize(&Device::Cpu)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?;
+                let mut bytes = Vec::with_capacity(values.len() / kernels::QK * 34);
+                kernels::quantize_q8_0(&values, &mut bytes);
+                QMatrix::from_bytes(Stored::Q8_0, rows, cols, &bytes).map_err(bad)?
+            }
+        };
+        self.report.weight_bytes += m.bytes();
+        Ok(m)
+    }
+
+    fn host_vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>> {
+        Ok(self.vector(name, len)?.to_vec1::<f32>()?)
+    }
+
+    /// Loads every tensor for the native engine.
+    fn load_native(
+        mut self,
+        config: TransformerConfig,
+        rope_freqs: Option<Vec<f32>>,
+    ) -> Result<Model> {
+        let c = &config;
+        let (e, hd) = (c.embedding, c.head_dim);
+        let embedding = self.host_matrix("token_embd.weight", &[c.vocab, e])?;
+        let output = if self.gguf.has_tensor("output.weight") {
+            Some(self.host_matrix("output.weight", &[c.vocab, e])?)
+        } else {
+            None
+        };
+        let norm = self.host_vector("output_norm.weight", e)?;
+        let mut blocks = Vec::with_capacity(c.layers);
+        for i in 0..c.layers {
+            let p = format!("blk.{i}");
+            let biases = if c.qkv_bias {
+                Some((
+                    self.host_vector(&format!("{p}.attn_q.bias"), c.heads * hd)?,
+                    self.host_vector(&format!("{p}.attn_k.bias"), c.kv_heads * hd)?,
+                    self.host_vector(&format!("{p}.attn_v.bias"), c.kv_heads * hd)?,
+                ))
+            } else {
+                None
+            };
+            blocks.push(HostBlock {
+                attn_norm: self.host_vector(&format!("{p}.attn_norm.weight"), e)?,
+                q: self.host_matrix(&format!("{p}.attn_q.weight"), &[c.heads * hd, e])?,
+                k: self.host_matrix(&format!("{p}.attn_k.weight"), &[c.kv_heads * hd, e])?,
+                v: self.host_matrix(&format!("{p}.attn_v.weight"), &[c.kv_heads * hd, e])?,
+                o: self.host_matrix(&format!("{p}.attn_output.weight"), &[e, c.heads * hd])?,
+                biases,
+                ffn_norm: self.host_vector(&format!("{p}.ffn_norm.weight"), e)?,
+                gate: self.host_matrix(&format!("{p}.ffn_gate.weight"), &[c.feed_forward, e])?,
+                up: self.host_matrix(&format!("{p}.ffn_up.weight"), &[c.feed_forward, e])?,
+                down: self.host_matrix(&format!("{p}.ffn_down.weight"), &[e, c.feed_forward])?,
+            });
+        }
+        let (rope_cos, rope_sin) = rope_values(c, rope_freqs.as_deref());
+        self.report.engine = Engine::Native;
+        self.report.kernels = kernels::Isa::detect().name();
+        Ok(Model {
+            config,
+            report: self.report,
+            weights: Weights::Native(HostModel {
+                embedding,
+                output,
+                norm,
+                blocks,
+                rope_cos,
+                rope_sin,
+            }),
+            device: Device::Cpu,
+        })
+    }
+
     fn matmul(&mut self, name: &str, dims: &[usize]) -> Result<QMatMul> {
         Ok(QMatMul::from_arc(self.qtensor(name, dims)?)?)
     }
@@ -176,6 +340,10 @@ impl<'a> Loader<'a> {
         config: TransformerConfig,
         rope_freqs: Option<Vec<f32>>,
     ) -> Result<Model> {
+        if self.opts.engine == Engine::Native && self.opts.device.is_cpu() {
+            return self.load_native(config, rope_freqs);
+        }
+        self.report.engine = Engine::Candle;
         let c = &config;
         let (e, hd) = (c.embedding, c.head_dim);
         let embedding = self.qtensor("token_embd.weight", &[c.vocab, e])?;
@@ -219,12 +387,14 @@ impl<'a> Loader<'a> {
         Ok(Model {
             config,
             report: self.report,
-            embedding,
-            blocks,
-            norm,
-            output,
-            rope_cos,
-            rope_sin,
+            weights: Weights::Candle(CandleWeights {
+                embedding,
+                blocks,
+                norm,
+                output,
+                rope_cos,
+                rope_sin,
+            }),
             device: self.opts.device.clone(),
         })
     }
@@ -273,6 +443,16 @@ fn rope_tables(
     device: &Device,
 ) -> Result<(Tensor, Tensor)> {
     let half = c.head_dim / 2;
+    let (cos, sin) = rope_values(c, freq_factors);
+    Ok((
+        Tensor::from_vec(cos, (c.context, half), device)?,
+        Tensor::from_vec(sin, (c.context, half), device)?,
+    ))
+}
+
+/// The values of [`rope_tables`], row-major.
+fn rope_values(c: &TransformerConfig, freq_factors: Option<&[f32]>) -> (Vec<f32>, Vec<f32>) {
+    let half = c.head_dim / 2;
     let inv_freq: Vec<f32> = (0..half)
         .map(|i| {
             let f = 1f32 / c.rope_theta.powf(2.0 * i as f32 / c.head_dim as f32);
@@ -291,10 +471,7 @@ fn rope_tables(
             sin.push(a.sin());
         }
     }
-    Ok((
-        Tensor::from_vec(cos, (c.context, half), device)?,
-        Tensor::from_vec(sin, (c.context, half), device)?,
-    ))
+    (cos, sin)
 }
 
 /// Loads a model of any supported architecture from an open GGUF file.
@@ -387,10 +564,20 @@ impl Model {
         &self.device
     }
 
-    /// An empty KV cache sized for this model.
+    /// An empty KV cache sized for this model, of the kind its forward pass uses.
     pub fn new_cache(&self) -> KvCache {
         let c = &self.config;
-        KvCache::new(c.layers, c.kv_heads, c.head_dim, c.context, &self.device)
+        match self.weights {
+            Weights::Native(_) => KvCache::new_host(c.layers, c.kv_heads, c.head_dim, c.context),
+            Weights::Candle(_) => {
+                KvCache::new(c.layers, c.kv_heads, c.head_dim, c.context, &self.device)
+            }
+        }
+    }
+
+    /// The forward pass in use.
+    pub fn engine(&self) -> Engine {
+        self.report.engine
     }
 
     /// Runs `tokens` at positions `cache.len()..`, appends their keys/values to the cache and
@@ -406,19 +593,27 @@ impl Model {
         if let Some(&id) = tokens.iter().find(|&&t| t as usize >= c.vocab) {
             return Err(ModelError::BadToken { id, vocab: c.vocab });
         }
+        let w = match &self.weights {
+            Weights::Native(host) => {
+                let logits = host.forward(c, tokens, cache)?;
+                let vocab = logits.len();
+                return Ok(Tensor::from_vec(logits, vocab, &self.device)?);
+            }
+            Weights::Candle(w) => w,
+        };
         cache.reserve(c.layers, n)?;
         let pos = cache.len();
         let total = pos + n;
         let ids = Tensor::new(tokens, &self.device)?;
-        let mut x = self.embedding.embedding(&ids)?; // (n, e)
-        let cos = self.rope_cos.narrow(0, pos, n)?;
-        let sin = self.rope_sin.narrow(0, pos, n)?;
+        let mut x = w.embedding.embedding(&ids)?; // (n, e)
+        let cos = w.rope_cos.narrow(0, pos, n)?;
+        let sin = w.rope_sin.narrow(0, pos, n)?;
         let mask = if n > 1 {
             Some(causal_mask(n, pos, &self.device)?)
         } else {
             None
         };
-        for (i, b) in self.blocks.iter().enumerate() {
+        for (i, b) in w.blocks.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, c.rms_eps as f32)?;
             let a = self.attention(i, b, &h, &cos, &sin, mask.as_ref(), cache, total)?;
             x = (x + a)?;
@@ -430,8 +625,8 @@ impl Model {
         }
         cache.advance(n);
         let last = x.narrow(0, n - 1, 1)?;
-        let last = candle_nn::ops::rms_norm(&last, &self.norm, c.rms_eps as f32)?;
-        Ok(self.output.forward(&last)?.squeeze(0)?)
+        let last = candle_nn::ops::rms_norm(&last, &w.norm, c.rms_eps as f32)?;
+        Ok(w.output.forward(&last)?.squeeze(0)?)
     }
 
     #[allow(clippy::too_many_arguments)]

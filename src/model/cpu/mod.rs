@@ -1,0 +1,327 @@
+//! cairn's own CPU forward pass: the decoder of [`super::arch`] on plain `f32` buffers and
+//! quantized weights, without a tensor library in the hot path.
+//!
+//! - [`kernels`]: quantized dot products (AVX-512 VNNI, AVX2, scalar), chosen at run time.
+//! - [`matmul`]: weight matrices in their GGUF formats and the threaded matmul.
+//! - [`pool`]: the threads, shared by every session of the process.
+//!
+//! The forward pass here is the same computation as the candle path in [`super::arch`]
+//! (which the tests compare it with): RMSNorm → Q/K/V (+ biases) → RoPE → causal
+//! grouped-query attention over the KV cache → output projection → residual → RMSNorm →
+//! SwiGLU MLP → residual; then the final norm and the output projection of the last token.
+//! Every intermediate buffer lives in a [`Scratch`] owned by the session's KV cache and is
+//! reused, so decoding a token allocates only the returned logits.
+
+pub mod kernels;
+pub mod matmul;
+pub mod pool;
+
+use super::arch::{RopeStyle, TransformerConfig};
+use super::gguf::{ModelError, Result};
+use super::kv_cache::KvCache;
+use matmul::{Acts, QMatrix};
+
+/// One decoder block's weights.
+pub(crate) struct HostBlock {
+    pub attn_norm: Vec<f32>,
+    pub q: QMatrix,
+    pub k: QMatrix,
+    pub v: QMatrix,
+    pub o: QMatrix,
+    pub biases: Option<(Vec<f32>, Vec<f32>, Vec<f32>)>,
+    pub ffn_norm: Vec<f32>,
+    pub gate: QMatrix,
+    pub up: QMatrix,
+    pub down: QMatrix,
+}
+
+/// The weights of a model for the CPU forward pass.
+pub(crate) struct HostModel {
+    pub embedding: QMatrix,
+    /// `None` when the output projection is the embedding table (tied weights).
+    pub output: Option<QMatrix>,
+    pub norm: Vec<f32>,
+    pub blocks: Vec<HostBlock>,
+    /// `cos`, `sin` of every position: `context × head_dim / 2` each.
+    pub rope_cos: Vec<f32>,
+    pub rope_sin: Vec<f32>,
+}
+
+/// Working buffers of the CPU forward pass, kept between calls (one per KV cache).
+#[derive(Default)]
+pub struct Scratch {
+    x: Vec<f32>,
+    h: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    att: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    acts: Acts,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch")
+            .field("tokens", &(self.x.len()))
+            .finish_non_exhaustive()
+    }
+}
+
+fn sized(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    v.resize(len, 0.0);
+    &mut v[..len]
+}
+
+/// `out = x / rms(x) · w`, row by row.
+fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+    let e = w.len();
+    for (xr, or) in x.chunks_exact(e).zip(out.chunks_exact_mut(e)) {
+        let ss: f32 = xr.iter().map(|v| v * v).sum();
+        let scale = 1.0 / (ss / e as f32 + eps).sqrt();
+        for ((o, &v), &g) in or.iter_mut().zip(xr).zip(w) {
+            *o = v * scale * g;
+        }
+    }
+}
+
+/// The dot product of two equal-length slices, in sixteen lanes so that it vectorizes.
+#[inline]
+fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 16];
+    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..16 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let mut s: f32 = acc.iter().sum();
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
+    }
+    s
+}
+
+struct SendPtr(*mut f32);
+// SAFETY: each piece of work writes its own (token, head) slice of the output.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    fn at(&self, i: usize) -> *mut f32 {
+        // SAFETY: callers stay inside the buffer the pointer came from.
+        unsafe { self.0.add(i) }
+    }
+}
+
+thread_local! {
+    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Causal grouped-query attention of `n` new tokens at positions `pos..pos + n` over the
+/// cached keys and values of positions `0..pos + n` (position-major, `kv_heads × hd` each).
+#[allow(clippy::too_many_arguments)]
+fn attention(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    n: usize,
+    pos: usize,
+    c: &TransformerConfig,
+    out: &mut [f32],
+) {
+    let (nh, nkv, hd) = (c.heads, c.kv_heads, c.head_dim);
+    let group = nh / nkv;
+    let stride = nkv * hd;
+    let scale = 1.0 / (hd as f32).sqrt();
+    let optr = SendPtr(out.as_mut_ptr());
+    let one = |item: usize| {
+        let (i, h) = (item / nh, item % nh);
+        let kvh = h / group;
+        let len = pos + i + 1;
+        let qv = &q[i * nh * hd + h * hd..][..hd];
+        // SAFETY: item (i, h) alone writes out[i·nh·hd + h·hd ..][..hd].
+        let o = unsafe { std::slice::from_raw_parts_mut(optr.at(i * nh * hd + h * hd), hd) };
+        SCORES.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < len {
+                s.resize(len, 0.0);
+            }
+            let scores = &mut s[..len];
+            let mut max = f32::NEG_INFINITY;
+            for (j, sc) in scores.iter_mut().enumerate() {
+                let kv = &keys[j * stride + kvh * hd..][..hd];
+                *sc = dot_f32(qv, kv) * scale;
+                max = max.max(*sc);
+            }
+            let mut sum = 0f32;
+            for sc in scores.iter_mut() {
+                *sc = (*sc - max).exp();
+                sum += *sc;
+            }
+            let inv = 1.0 / sum;
+            o.fill(0.0);
+            for (j, &p) in scores.iter().enumerate() {
+                let w = p * inv;
+                let vv = &values[j * stride + kvh * hd..][..hd];
+                for (a, &b) in o.iter_mut().zip(vv) {
+                    *a += w * b;
+                }
+            }
+        });
+    };
+    pool::global().run(n * nh, &one);
+}
+
+impl HostModel {
+    /// Runs `tokens` at positions `cache.len()..`, appends their keys and values to the cache
+    /// and returns the logits of the last token.
+    pub fn forward(
+        &self,
+        c: &TransformerConfig,
+        tokens: &[u32],
+        cache: &mut KvCache,
+    ) -> Result<Vec<f32>> {
+        let n = tokens.len();
+        let (e, hd) = (c.embedding, c.head_dim);
+        let (qw, kvw) = (c.heads * hd, c.kv_heads * hd);
+        let eps = c.rms_eps as f32;
+        cache.reserve(c.layers, n)?;
+        let pos = cache.len();
+        let (scratch, mut kv) = cache.host_parts()?;
+        let Scratch {
+            x,
+            h,
+            q,
+            k,
+            v,
+            att,
+            gate,
+            up,
+            acts,
+        } = scratch;
+        let x = sized(x, n * e);
+        for (t, row) in tokens.iter().zip(x.chunks_exact_mut(e)) {
+            self.embedding.dequantize_row(*t as usize, row);
+        }
+        let h = sized(h, n * e);
+        let q = sized(q, n * qw);
+        let k = sized(k, n * kvw);
+        let v = sized(v, n * kvw);
+        let att = sized(att, n * qw);
+        let gate = sized(gate, n * c.feed_forward);
+        let up = sized(up, n * c.feed_forward);
+        for (layer, b) in self.blocks.iter().enumerate() {
+            rms_norm(x, &b.attn_norm, eps, h);
+            acts.quantize(h, n, e, matmul::needs_k(&[&b.q, &b.k, &b.v]));
+            matmul::matmul(&[&b.q, &b.k, &b.v], acts, &mut [&mut *q, &mut *k, &mut *v]);
+            if let Some((bq, bk, bv)) = &b.biases {
+                add_rows(q, bq);
+                add_rows(k, bk);
+                add_rows(v, bv);
+            }
+            rotate(q, n, hd, pos, c.rope_style, &self.rope_cos, &self.rope_sin);
+            rotate(k, n, hd, pos, c.rope_style, &self.rope_cos, &self.rope_sin);
+            let (keys, values) = kv.layer(layer);
+            keys[pos * kvw..(pos + n) * kvw].copy_from_slice(k);
+            values[pos * kvw..(pos + n) * kvw].copy_from_slice(v);
+            attention(
+                q,
+                &keys[..(pos + n) * kvw],
+                &values[..(pos + n) * kvw],
+                n,
+                pos,
+                c,
+                att,
+            );
+            acts.quantize(att, n, qw, needs(&b.o));
+            matmul::matmul(&[&b.o], acts, &mut [&mut *h]);
+            add_into(x, h);
+
+            rms_norm(x, &b.ffn_norm, eps, h);
+            acts.quantize(h, n, e, matmul::needs_k(&[&b.gate, &b.up]));
+            matmul::matmul(&[&b.gate, &b.up], acts, &mut [&mut *gate, &mut *up]);
+            for (g, &u) in gate.iter_mut().zip(up.iter()) {
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+            acts.quantize(gate, n, c.feed_forward, needs(&b.down));
+            matmul::matmul(&[&b.down], acts, &mut [&mut *h]);
+            add_into(x, h);
+        }
+        let last = &x[(n - 1) * e..n * e];
+        let hl = &mut h[..e];
+        rms_norm(last, &self.norm, eps, hl);
+        let output = self.output.as_ref().unwrap_or(&self.embedding);
+        acts.quantize(hl, 1, e, needs(output));
+        let mut logits = vec![0f32; output.rows()];
+        matmul::matmul(&[output], acts, &mut [&mut logits]);
+        cache.advance(n);
+        if logits.len() != c.vocab {
+            return Err(ModelError::Candle(candle_core::Error::Msg(format!(
+                "output projection has {} rows for a vocabulary of {}",
+                logits.len(),
+                c.vocab
+            ))));
+        }
+        Ok(logits)
+    }
+}
+
+fn needs(m: &QMatrix) -> bool {
+    matmul::needs_k(&[m])
+}
+
+/// Adds `bias` to every row of `x`.
+fn add_rows(x: &mut [f32], bias: &[f32]) {
+    for row in x.chunks_exact_mut(bias.len()) {
+        for (a, &b) in row.iter_mut().zip(bias) {
+            *a += b;
+        }
+    }
+}
+
+fn add_into(x: &mut [f32], y: &[f32]) {
+    for (a, &b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+/// Rotates every head of every row of `x` (`n` rows of heads × `hd`) by its position
+/// `pos + row` (RoPE), pairing dimensions as `style` says.
+fn rotate(
+    x: &mut [f32],
+    n: usize,
+    hd: usize,
+    pos: usize,
+    style: RopeStyle,
+    cos: &[f32],
+    sin: &[f32],
+) {
+    let half = hd / 2;
+    let width = x.len() / n;
+    for (i, row) in x.chunks_exact_mut(width).enumerate() {
+        let cs = &cos[(pos + i) * half..][..half];
+        let sn = &sin[(pos + i) * half..][..half];
+        for head in row.chunks_exact_mut(hd) {
+            match style {
+                RopeStyle::Interleaved => {
+                    for (j, pair) in head.chunks_exact_mut(2).enumerate() {
+                        let (a, b) = (pair[0], pair[1]);
+                        pair[0] = a * cs[j] - b * sn[j];
+                        pair[1] = a * sn[j] + b * cs[j];
+                    }
+                }
+                RopeStyle::Halves => {
+                    let (lo, hi) = head.split_at_mut(half);
+                    for j in 0..half {
+                        let (a, b) = (lo[j], hi[j]);
+                        lo[j] = a * cs[j] - b * sn[j];
+                        hi[j] = a * sn[j] + b * cs[j];
+                    }
+                }
+            }
+        }
+    }
+}

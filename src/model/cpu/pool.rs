@@ -1,0 +1,185 @@
+//! The thread pool of the CPU forward pass.
+//!
+//! A forward pass is a few hundred short parallel steps (one per matmul group and one per
+//! attention), each tens of microseconds long during decode. A general work-stealing pool
+//! parks the calling thread and wakes it again at every step, which costs as much as the step
+//! itself. Here the calling thread takes part in the work, and the other threads wait for the
+//! next step by spinning for a short while ([`SPIN`]) before they sleep, so that an idle
+//! process does not keep cores busy (between agent rounds, or while a tool runs).
+//!
+//! Work is numbered pieces `0..n` handed out by an atomic counter. If another thread is
+//! already running a step on the pool (two batch jobs at once), the caller runs its own step
+//! alone rather than wait: with two jobs on two cores that is the fastest split anyway.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long an idle worker spins for the next step before it sleeps.
+pub const SPIN: Duration = Duration::from_micros(300);
+
+/// A step: `f(piece)` for every piece below `pieces`.
+struct Job {
+    /// Erased `&(dyn Fn(usize) + Sync)`; valid until the step's caller returns.
+    f: *const (dyn Fn(usize) + Sync),
+    pieces: usize,
+}
+
+struct Shared {
+    /// Bumped for every new step.
+    generation: AtomicUsize,
+    job: Mutex<Option<JobPtr>>,
+    next: AtomicUsize,
+    /// Workers still inside the current step.
+    active: AtomicUsize,
+    sleeping: Mutex<usize>,
+    wake: Condvar,
+    busy: AtomicBool,
+}
+
+#[derive(Clone, Copy)]
+struct JobPtr(*const Job);
+// SAFETY: the job outlives every worker's use of it (see `Pool::run`).
+unsafe impl Send for JobPtr {}
+
+/// A fixed set of worker threads plus the calling thread.
+pub struct Pool {
+    shared: Arc<Shared>,
+    threads: usize,
+}
+
+static POOL: OnceLock<Pool> = OnceLock::new();
+static WANTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the number of threads (the caller included) of the global pool. Takes effect only
+/// before the pool's first use; returns whether it did.
+pub fn set_threads(threads: usize) -> bool {
+    WANTED.store(threads.max(1), Ordering::SeqCst);
+    POOL.get().is_none_or(|p| p.threads == threads.max(1))
+}
+
+/// The global pool: the `--threads` setting, else every core.
+pub fn global() -> &'static Pool {
+    POOL.get_or_init(|| {
+        let n = match WANTED.load(Ordering::SeqCst) {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        Pool::new(n)
+    })
+}
+
+impl Pool {
+    /// A pool of `threads` threads in all: the caller of [`Pool::run`] and `threads - 1`
+    /// workers.
+    pub fn new(threads: usize) -> Pool {
+        let threads = threads.max(1);
+        let shared = Arc::new(Shared {
+            generation: AtomicUsize::new(0),
+            job: Mutex::new(None),
+            next: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
+            sleeping: Mutex::new(0),
+            wake: Condvar::new(),
+            busy: AtomicBool::new(false),
+        });
+        for i in 1..threads {
+            let s = shared.clone();
+            std::thread::Builder::new()
+                .name(format!("cairn-cpu-{i}"))
+                .spawn(move || worker(&s))
+                .expect("spawning a worker thread");
+        }
+        Pool { shared, threads }
+    }
+
+    /// Threads in all, the caller included.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Runs `f(i)` for every `i` in `0..pieces`, spread over the pool; returns when all are
+    /// done.
+    pub fn run(&self, pieces: usize, f: &(dyn Fn(usize) + Sync)) {
+        if pieces == 0 {
+            return;
+        }
+        let s = &*self.shared;
+        if self.threads == 1
+            || pieces == 1
+            || s.busy
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            (0..pieces).for_each(f);
+            return;
+        }
+        // SAFETY (lifetime erasure): workers use `f` only between the generation bump below
+        // and their `active` decrement, and this function waits for `active == 0` first.
+        let f: *const (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(f) };
+        let job = Job { f, pieces };
+        s.next.store(0, Ordering::Relaxed);
+        s.active.store(self.threads - 1, Ordering::Relaxed);
+        *s.job.lock().unwrap_or_else(|e| e.into_inner()) = Some(JobPtr(&job));
+        s.generation.fetch_add(1, Ordering::Release);
+        if *s.sleeping.lock().unwrap_or_else(|e| e.into_inner()) > 0 {
+            s.wake.notify_all();
+        }
+        take_pieces(s, &job);
+        while s.active.load(Ordering::Acquire) != 0 {
+            std::hint::spin_loop();
+        }
+        *s.job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        s.busy.store(false, Ordering::Release);
+    }
+}
+
+fn take_pieces(s: &Shared, job: &Job) {
+    loop {
+        let i = s.next.fetch_add(1, Ordering::Relaxed);
+        if i >= job.pieces {
+            break;
+        }
+        // SAFETY: see `Pool::run`.
+        unsafe { (*job.f)(i) };
+    }
+}
+
+fn worker(s: &Shared) {
+    // Generation 0 means no step yet: a worker that starts after the first step was posted
+    // still takes part in it (the caller waits for every worker).
+    let mut seen = 0;
+    loop {
+        // Spin for the next step, then sleep until one is posted.
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while s.generation.load(Ordering::Acquire) == seen {
+            std::hint::spin_loop();
+            spins += 1;
+            if spins % 256 == 0 && start.elapsed() > SPIN {
+                let mut sleeping = s.sleeping.lock().unwrap_or_else(|e| e.into_inner());
+                *sleeping += 1;
+                while s.generation.load(Ordering::Acquire) == seen {
+                    sleeping = s.wake.wait(sleeping).unwrap_or_else(|e| e.into_inner());
+                }
+                *sleeping -= 1;
+                break;
+            }
+        }
+        seen = s.generation.load(Ordering::Acquire);
+        let job = *s.job.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(JobPtr(job)) = job {
+            // SAFETY: the caller keeps the job alive until `active` reaches zero.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                take_pieces(s, unsafe { &*job })
+            }));
+            if ran.is_err() {
+                // The step's caller would wait for this worker forever, with part of its
+                // output never written: stop rather than return wrong numbers.
+                eprintln!("cairn: internal error in a CPU worker thread; stopping");
+                std::process::abort();
+            }
+        }
+        s.active.fetch_sub(1, Ordering::Release);
+    }
+}
