@@ -23,7 +23,7 @@ pub enum Isa {
     Scalar,
     /// AVX2 with FMA and F16C (x86-64 since about 2013).
     Avx2,
-    /// AVX-512 (F, BW, VL) with VNNI byte dot products.
+    /// AVX-512 (F, BW, VL, DQ) with VNNI byte dot products.
     Avx512Vnni,
 }
 
@@ -50,6 +50,7 @@ impl Isa {
                 && is_x86_feature_detected!("avx512bw")
                 && is_x86_feature_detected!("avx512vl")
                 && is_x86_feature_detected!("avx512vnni")
+                && is_x86_feature_detected!("avx512dq")
                 && is_x86_feature_detected!("fma")
                 && is_x86_feature_detected!("f16c")
             {
@@ -139,6 +140,39 @@ pub fn quantize_row(x: &[f32], qs: &mut [i8], d: &mut [f32], s: &mut [f32]) {
     }
 }
 
+/// Bytes of one pair of blocks in the AVX-512 layout.
+pub const PAIR_BYTES: usize = 64;
+
+/// Pairs of blocks for a row of `blocks` blocks (the last pair padded when odd).
+pub const fn pairs(blocks: usize) -> usize {
+    blocks.div_ceil(2)
+}
+
+/// Rewrites one quantized activation row in the AVX-512 layout: blocks go in pairs, each
+/// value offset by 128 to an unsigned byte, and the two blocks of a pair interleaved four
+/// bytes at a time, so that one 512-bit `vpdpbusd` computes both blocks' sums (even lanes the
+/// first block, odd lanes the second). `dp` and `sp` hold `d` and `s` with a zero pad.
+pub fn pair_layout(x: &Q8Row, qp: &mut [u8], dp: &mut [f32], sp: &mut [f32]) {
+    let blocks = x.d.len();
+    for p in 0..pairs(blocks) {
+        for half in 0..2 {
+            let b = 2 * p + half;
+            for g in 0..8 {
+                let dst = &mut qp[p * PAIR_BYTES + 8 * g + 4 * half..][..4];
+                if b < blocks {
+                    for (o, &v) in dst.iter_mut().zip(&x.qs[b * QK + 4 * g..][..4]) {
+                        *o = (v as u8) ^ 0x80;
+                    }
+                } else {
+                    dst.fill(0x80);
+                }
+            }
+            dp[2 * p + half] = if b < blocks { x.d[b] } else { 0.0 };
+            sp[2 * p + half] = if b < blocks { x.s[b] } else { 0.0 };
+        }
+    }
+}
+
 /// Converts IEEE half-precision bits to `f32` (portable; the SIMD kernels use F16C).
 #[inline]
 pub fn f16_to_f32(bits: u16) -> f32 {
@@ -162,8 +196,30 @@ pub fn dot<const T: usize>(isa: Isa, format: Format, row: &[u8], x: &[Q8Row; T])
     for r in x {
         assert!(r.qs.len() >= blocks * QK && r.d.len() >= blocks && r.s.len() >= blocks);
     }
-    let p = XPtrs::new(x);
-    // SAFETY: the lengths were checked above.
+    let mut p = XPtrs::new(x);
+    let np = pairs(blocks);
+    let mut qp = vec![0u8; T * np * PAIR_BYTES];
+    let mut dp = vec![0f32; T * np * 2];
+    let mut sp = vec![0f32; T * np * 2];
+    if isa == Isa::Avx512Vnni {
+        for t in 0..T {
+            let xt = Q8Row {
+                qs: &x[t].qs[..blocks * QK],
+                d: &x[t].d[..blocks],
+                s: &x[t].s[..blocks],
+            };
+            pair_layout(
+                &xt,
+                &mut qp[t * np * PAIR_BYTES..(t + 1) * np * PAIR_BYTES],
+                &mut dp[t * np * 2..(t + 1) * np * 2],
+                &mut sp[t * np * 2..(t + 1) * np * 2],
+            );
+            p.qp[t] = qp[t * np * PAIR_BYTES..].as_ptr();
+            p.dp[t] = dp[t * np * 2..].as_ptr();
+            p.sp[t] = sp[t * np * 2..].as_ptr();
+        }
+    }
+    // SAFETY: the lengths were checked above; the pair layout was made for AVX-512.
     unsafe { dot_raw(isa, format, row.as_ptr(), blocks, &p) }
 }
 
@@ -174,15 +230,24 @@ pub struct XPtrs<const T: usize> {
     qs: [*const i8; T],
     d: [*const f32; T],
     s: [*const f32; T],
+    /// The same rows in the AVX-512 pair layout ([`pair_layout`]); null unless set.
+    pub qp: [*const u8; T],
+    /// Pair-layout scales.
+    pub dp: [*const f32; T],
+    /// Pair-layout scaled sums.
+    pub sp: [*const f32; T],
 }
 
 impl<const T: usize> XPtrs<T> {
-    /// Pointers to the start of each row.
+    /// Pointers to the start of each row (the pair layout left unset).
     pub fn new(x: &[Q8Row; T]) -> Self {
         XPtrs {
             qs: std::array::from_fn(|t| x[t].qs.as_ptr()),
             d: std::array::from_fn(|t| x[t].d.as_ptr()),
             s: std::array::from_fn(|t| x[t].s.as_ptr()),
+            qp: [std::ptr::null(); T],
+            dp: [std::ptr::null(); T],
+            sp: [std::ptr::null(); T],
         }
     }
 }
@@ -190,8 +255,9 @@ impl<const T: usize> XPtrs<T> {
 /// [`dot`] without checks, for the matmul loop.
 ///
 /// # Safety
-/// `row` must point at `blocks` blocks of `format`, the activations must hold `blocks` blocks,
-/// and `isa` must be supported by the CPU (as [`Isa::detect`] ensures).
+/// `row` must point at `blocks` blocks of `format`, the activations must hold `blocks` blocks
+/// (and, for AVX-512, the pair layout of them), and `isa` must be supported by the CPU (as
+/// [`Isa::detect`] ensures).
 #[inline]
 pub unsafe fn dot_raw<const T: usize>(
     isa: Isa,
@@ -202,11 +268,69 @@ pub unsafe fn dot_raw<const T: usize>(
 ) -> [f32; T] {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512Vnni => x86::dot_vnni(format, row, blocks, x),
+        Isa::Avx512Vnni => x86::dot_pairs(format, row, blocks, x),
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => x86::dot_avx2(format, row, blocks, x),
         _ => dot_scalar_raw(format, row, blocks, x),
     }
+}
+
+/// Vectors per pair of blocks in a prepacked row ([`prepack_row`]): the interleaved
+/// weights and the −128·Σweights start of the sum.
+pub const PREPACKED_VECTORS: usize = 2;
+
+/// One 512-bit vector, the unit of a prepacked row.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub struct V512(pub [u8; 64]);
+
+/// Unpacks one weight row for [`dot_prepacked`]: during prefill a row meets every token of
+/// the batch, so its blocks are unpacked once into `w` (two [`V512`] per pair of blocks) and
+/// `dw`/`mw` (two scales and two minimums per pair) instead of once per four tokens.
+///
+/// # Safety
+/// AVX-512 VNNI must be present ([`Isa::Avx512Vnni`]); `row` must hold `blocks` blocks of
+/// `format`; `w` must hold `2·pairs(blocks)` vectors and `dw`, `mw` `2·pairs(blocks)` values.
+pub unsafe fn prepack_row(
+    format: Format,
+    row: *const u8,
+    blocks: usize,
+    w: &mut [V512],
+    dw: &mut [f32],
+    mw: &mut [f32],
+) {
+    debug_assert!(w.len() >= 2 * pairs(blocks) && dw.len() >= 2 * pairs(blocks));
+    #[cfg(target_arch = "x86_64")]
+    x86::prepack(
+        format,
+        row,
+        blocks,
+        w.as_mut_ptr(),
+        dw.as_mut_ptr(),
+        mw.as_mut_ptr(),
+    );
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!(
+        "prepacked rows exist only with AVX-512: {format:?} {row:?} {blocks} {w:p} {dw:p} {mw:p}"
+    );
+}
+
+/// A prepacked row ([`prepack_row`]) against `T` tokens in the pair layout.
+///
+/// # Safety
+/// As for [`prepack_row`]; `x` must carry the pair layout of `pairs` pairs per token.
+pub unsafe fn dot_prepacked<const T: usize>(
+    w: &[V512],
+    dw: &[f32],
+    mw: &[f32],
+    pairs: usize,
+    offset: bool,
+    x: &XPtrs<T>,
+) -> [f32; T] {
+    #[cfg(target_arch = "x86_64")]
+    return x86::dot_prepacked(w.as_ptr(), dw.as_ptr(), mw.as_ptr(), pairs, offset, x);
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("prepacked rows exist only with AVX-512: {w:p} {dw:p} {mw:p} {pairs} {offset}");
 }
 
 unsafe fn dot_scalar_raw<const T: usize>(
@@ -302,7 +426,7 @@ mod x86 {
     //! The x86-64 kernels. Every function here needs the features its attribute names;
     //! callers check them with [`super::Isa::detect`].
 
-    use super::{Format, XPtrs, QK};
+    use super::{Format, XPtrs, QK, V512};
     use std::arch::x86_64::*;
 
     /// One block unpacked for a byte dot product: either unsigned weights (Q4_1, with an
@@ -422,26 +546,158 @@ mod x86 {
         };
     }
 
-    /// Unsigned × signed bytes, summed in groups of four into eight i32 lanes (VNNI).
-    #[inline(always)]
-    unsafe fn dot_bytes_vnni(u: __m256i, s: __m256i) -> __m256i {
-        _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
-    }
-
-    /// The same without VNNI. The pairwise i16 sums cannot saturate: weights are at most 128
+    /// Unsigned × signed bytes summed in groups of four into eight i32 lanes. The pairwise i16 sums cannot saturate: weights are at most 128
     /// in magnitude and activations at most 127 (2 · 128 · 127 < 32767).
     #[inline(always)]
     unsafe fn dot_bytes_avx2(u: __m256i, s: __m256i) -> __m256i {
         _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
     }
 
-    kernel!(
-        dot_vnni,
-        "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-        true,
-        dot_bytes_vnni
-    );
     kernel!(dot_avx2, "avx2,fma,f16c", false, dot_bytes_avx2);
+
+    /// Two weight blocks as one 512-bit vector of signed bytes, interleaved four bytes at a
+    /// time like the activations' pair layout; the second is zero past the row's end.
+    #[inline(always)]
+    unsafe fn pair_weights(
+        format: Format,
+        p: *const u8,
+        second: bool,
+    ) -> (__m512i, __m128, __m128) {
+        let bb = format.block_bytes();
+        let a = unpack(format, p, true);
+        let (b, d1, m1) = if second {
+            let b = unpack(format, p.add(bb), true);
+            (b.q, b.d, b.m)
+        } else {
+            (_mm256_setzero_si256(), 0.0, 0.0)
+        };
+        let idx = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+        let w =
+            _mm512_permutex2var_epi32(_mm512_castsi256_si512(a.q), idx, _mm512_castsi256_si512(b));
+        (
+            w,
+            _mm_setr_ps(a.d, d1, 0.0, 0.0),
+            _mm_setr_ps(a.m, m1, 0.0, 0.0),
+        )
+    }
+
+    /// The AVX-512 kernel on the pair layout: per pair of blocks and token, one `vpdpbusd`
+    /// (activations + 128 as unsigned bytes times signed weights, started from
+    /// −128·Σweights so the sum is exact), one conversion and one fused multiply-add.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+    pub(super) unsafe fn dot_pairs<const T: usize>(
+        format: Format,
+        p: *const u8,
+        blocks: usize,
+        x: &XPtrs<T>,
+    ) -> [f32; T] {
+        let bb = format.block_bytes();
+        let offset = format == Format::Q4_1;
+        let mut acc = [_mm512_setzero_ps(); T];
+        let mut off = [_mm512_setzero_ps(); T];
+        let minus128 = _mm512_set1_epi8(0x80u8 as i8);
+        for pair in 0..blocks.div_ceil(2) {
+            let second = 2 * pair + 1 < blocks;
+            let (w, d, m) = pair_weights(format, p.add(2 * pair * bb), second);
+            let init = _mm512_sub_epi32(
+                _mm512_setzero_si512(),
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), minus128, w),
+            );
+            let dw = _mm512_broadcast_f32x2(d);
+            let mw = _mm512_broadcast_f32x2(m);
+            for t in 0..T {
+                let xu = _mm512_loadu_si512(x.qp[t].add(pair * 64) as *const _);
+                let sum = _mm512_dpbusd_epi32(init, xu, w);
+                let dx = _mm512_castpd_ps(_mm512_set1_pd(
+                    (x.dp[t].add(2 * pair) as *const f64).read_unaligned(),
+                ));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, dx), acc[t]);
+                if offset {
+                    let sx = _mm512_castpd_ps(_mm512_set1_pd(
+                        (x.sp[t].add(2 * pair) as *const f64).read_unaligned(),
+                    ));
+                    off[t] = _mm512_fmadd_ps(mw, sx, off[t]);
+                }
+            }
+        }
+        let mut out = [0f32; T];
+        for t in 0..T {
+            // Each pair's offset term sits in all eight lane pairs: divide the sum by 8.
+            out[t] = _mm512_reduce_add_ps(acc[t]) + _mm512_reduce_add_ps(off[t]) * 0.125;
+        }
+        out
+    }
+
+    /// See [`super::prepack_row`].
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+    pub(super) unsafe fn prepack(
+        format: Format,
+        p: *const u8,
+        blocks: usize,
+        w: *mut V512,
+        dw: *mut f32,
+        mw: *mut f32,
+    ) {
+        let bb = format.block_bytes();
+        let minus128 = _mm512_set1_epi8(0x80u8 as i8);
+        for pair in 0..blocks.div_ceil(2) {
+            let second = 2 * pair + 1 < blocks;
+            let (wv, d, m) = pair_weights(format, p.add(2 * pair * bb), second);
+            let init = _mm512_sub_epi32(
+                _mm512_setzero_si512(),
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), minus128, wv),
+            );
+            _mm512_store_si512(w.add(2 * pair) as *mut _, wv);
+            _mm512_store_si512(w.add(2 * pair + 1) as *mut _, init);
+            (dw.add(2 * pair) as *mut f64).write_unaligned(_mm_cvtsd_f64(_mm_castps_pd(d)));
+            (mw.add(2 * pair) as *mut f64).write_unaligned(_mm_cvtsd_f64(_mm_castps_pd(m)));
+        }
+    }
+
+    /// See [`super::dot_prepacked`].
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+    pub(super) unsafe fn dot_prepacked<const T: usize>(
+        w: *const V512,
+        dw: *const f32,
+        mw: *const f32,
+        pairs: usize,
+        offset: bool,
+        x: &XPtrs<T>,
+    ) -> [f32; T] {
+        let mut acc = [_mm512_setzero_ps(); T];
+        let mut off = [_mm512_setzero_ps(); T];
+        for pair in 0..pairs {
+            let wv = _mm512_load_si512(w.add(2 * pair) as *const _);
+            let init = _mm512_load_si512(w.add(2 * pair + 1) as *const _);
+            let d = _mm512_castpd_ps(_mm512_set1_pd(
+                (dw.add(2 * pair) as *const f64).read_unaligned(),
+            ));
+            for t in 0..T {
+                let xu = _mm512_loadu_si512(x.qp[t].add(pair * 64) as *const _);
+                let sum = _mm512_dpbusd_epi32(init, xu, wv);
+                let dx = _mm512_castpd_ps(_mm512_set1_pd(
+                    (x.dp[t].add(2 * pair) as *const f64).read_unaligned(),
+                ));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, dx), acc[t]);
+            }
+            if offset {
+                let m = _mm512_castpd_ps(_mm512_set1_pd(
+                    (mw.add(2 * pair) as *const f64).read_unaligned(),
+                ));
+                for t in 0..T {
+                    let sx = _mm512_castpd_ps(_mm512_set1_pd(
+                        (x.sp[t].add(2 * pair) as *const f64).read_unaligned(),
+                    ));
+                    off[t] = _mm512_fmadd_ps(m, sx, off[t]);
+                }
+            }
+        }
+        let mut out = [0f32; T];
+        for t in 0..T {
+            out[t] = _mm512_reduce_add_ps(acc[t]) + _mm512_reduce_add_ps(off[t]) * 0.125;
+        }
+        out
+    }
 }
 
 #[cfg(test)]

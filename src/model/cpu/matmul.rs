@@ -1,6 +1,9 @@
 //! Quantized weight matrices and the multi-threaded matrix multiplication `y = x · Wᵀ`.
 //!
-//! [`QMatrix`] holds one GGUF weight tensor in its stored format. [`Acts`] holds a batch of
+//! [`QMatrix`] holds one GGUF weight tensor in a 32-value block format with a kernel: Q4_1,
+//! Q5_0 and Q8_0 as stored; Q4_K is rewritten as Q4_1 (the same 4-bit values, each
+//! 32-value sub-block's scale and minimum rounded to f16) and Q6_K as Q8_0 (6-bit values
+//! re-quantized to 8 bits), so that one tiled kernel per format serves every preset. [`Acts`] holds a batch of
 //! activation rows quantized once per matmul (not once per weight row). [`matmul`] runs any
 //! number of matrices that share the same input as one parallel job (Q, K and V; gate and
 //! up), so the threads meet once per group instead of once per matrix.
@@ -10,31 +13,22 @@
 //! unpacked once per four tokens during prefill; for one token (decode) the loop streams the
 //! rows once, which is what bounds decode speed.
 
-use candle_core::quantized::k_quants::{BlockQ4K, BlockQ6K, BlockQ8K, GgmlType};
+use candle_core::quantized::k_quants::{BlockQ6K, GgmlType};
 
 use super::kernels::{self, Format, Isa, Q8Row, QK};
 
 /// Values per K-quant super-block.
 pub const QK_K: usize = 256;
 
-/// How a matrix's rows are stored.
-enum Data {
-    /// 32-value blocks with a kernel in [`kernels`].
-    Blocks(Format, Vec<u8>),
-    /// Q4_K super-blocks (dot products by candle's K-quant kernels).
-    Q4K(Vec<BlockQ4K>),
-    /// Q6_K super-blocks.
-    Q6K(Vec<BlockQ6K>),
-}
-
-/// One weight matrix, `rows × cols`, row-major, quantized as stored in the GGUF file.
+/// One weight matrix, `rows × cols`, row-major, in 32-value blocks of `format`.
 pub struct QMatrix {
     rows: usize,
     cols: usize,
-    data: Data,
+    format: Format,
+    data: Vec<u8>,
 }
 
-/// A GGUF quantization type a [`QMatrix`] can hold as it is.
+/// A GGUF quantization type a [`QMatrix`] can be made from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stored {
     /// See [`Format::Q4_1`].
@@ -43,24 +37,89 @@ pub enum Stored {
     Q5_0,
     /// See [`Format::Q8_0`].
     Q8_0,
-    /// 4-bit K-quant.
+    /// 4-bit K-quant (held as Q4_1).
     Q4K,
-    /// 6-bit K-quant.
+    /// 6-bit K-quant (held as Q8_0).
     Q6K,
 }
 
-/// Copies raw bytes into a vector of `#[repr(C)]` plain-data blocks.
-fn blocks_from_bytes<B>(bytes: &[u8]) -> Vec<B> {
-    let size = std::mem::size_of::<B>();
-    let n = bytes.len() / size;
-    let mut v: Vec<B> = Vec::with_capacity(n);
-    // SAFETY: the block types are `repr(C)` structs of integers and f16 values, valid for any
-    // bit pattern; exactly `n * size` bytes are copied into the reserved space.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * size);
-        v.set_len(n);
+/// Bytes of a Q4_K super-block: `d`, `dmin` (f16), 12 bytes of 6-bit scales and minimums,
+/// 128 bytes of nibbles.
+const Q4K_BYTES: usize = 144;
+/// Bytes of a Q6_K super-block.
+const Q6K_BYTES: usize = 210;
+
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    kernels::f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
+}
+
+/// The 6-bit scale and minimum of sub-block `j` of a Q4_K super-block (ggml's
+/// `get_scale_min_k4`).
+fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
     }
-    v
+}
+
+/// Rewrites Q4_K super-blocks as Q4_1 blocks: sub-block `j`'s values are
+/// `d·sc_j·q − dmin·m_j` with the same 4-bit `q`, which is Q4_1's `d'·q + m'` with
+/// `d' = d·sc_j` and `m' = −dmin·m_j`, each rounded to f16.
+fn q4k_to_q4_1(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() / Q4K_BYTES * 8 * 20);
+    for sb in bytes.chunks_exact(Q4K_BYTES) {
+        let (d, dmin) = (f16_at(sb, 0), f16_at(sb, 2));
+        let scales = &sb[4..16];
+        let qs = &sb[16..];
+        for j in 0..8 {
+            let (sc, m) = scale_min_k4(j, scales);
+            // Sub-blocks 2c and 2c + 1 share 32 bytes: low nibbles, then high nibbles.
+            let chunk = &qs[32 * (j / 2)..32 * (j / 2) + 32];
+            let nib = |i: usize| {
+                if j % 2 == 0 {
+                    chunk[i] & 0x0F
+                } else {
+                    chunk[i] >> 4
+                }
+            };
+            out.extend_from_slice(&half::f16::from_f32(d * sc as f32).to_bits().to_le_bytes());
+            out.extend_from_slice(
+                &half::f16::from_f32(-dmin * m as f32)
+                    .to_bits()
+                    .to_le_bytes(),
+            );
+            out.extend((0..16).map(|i| nib(i) | (nib(i + 16) << 4)));
+        }
+    }
+    out
+}
+
+/// Re-quantizes Q6_K super-blocks to Q8_0 blocks (one scale per 32 values instead of 16).
+fn q6k_to_q8_0(bytes: &[u8]) -> Vec<u8> {
+    let n = bytes.len() / Q6K_BYTES;
+    let mut blocks: Vec<BlockQ6K> = Vec::with_capacity(n);
+    // SAFETY: BlockQ6K is a `repr(C)` struct of byte arrays and an f16 (alignment 2, checked
+    // below), valid for any bit pattern; exactly `n` blocks of bytes are copied.
+    unsafe {
+        assert_eq!(std::mem::size_of::<BlockQ6K>(), Q6K_BYTES);
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            blocks.as_mut_ptr() as *mut u8,
+            n * Q6K_BYTES,
+        );
+        blocks.set_len(n);
+    }
+    let mut values = vec![0f32; QK_K];
+    let mut out = Vec::with_capacity(n * 8 * Format::Q8_0.block_bytes());
+    for b in blocks.chunks_exact(1) {
+        BlockQ6K::to_float(b, &mut values);
+        kernels::quantize_q8_0(&values, &mut out);
+    }
+    out
 }
 
 impl QMatrix {
@@ -76,8 +135,8 @@ impl QMatrix {
             Stored::Q4_1 => (QK, Format::Q4_1.block_bytes()),
             Stored::Q5_0 => (QK, Format::Q5_0.block_bytes()),
             Stored::Q8_0 => (QK, Format::Q8_0.block_bytes()),
-            Stored::Q4K => (QK_K, std::mem::size_of::<BlockQ4K>()),
-            Stored::Q6K => (QK_K, std::mem::size_of::<BlockQ6K>()),
+            Stored::Q4K => (QK_K, Q4K_BYTES),
+            Stored::Q6K => (QK_K, Q6K_BYTES),
         };
         if cols % block_values != 0 {
             return Err(format!(
@@ -91,14 +150,19 @@ impl QMatrix {
                 bytes.len()
             ));
         }
-        let data = match stored {
-            Stored::Q4_1 => Data::Blocks(Format::Q4_1, bytes.to_vec()),
-            Stored::Q5_0 => Data::Blocks(Format::Q5_0, bytes.to_vec()),
-            Stored::Q8_0 => Data::Blocks(Format::Q8_0, bytes.to_vec()),
-            Stored::Q4K => Data::Q4K(blocks_from_bytes(bytes)),
-            Stored::Q6K => Data::Q6K(blocks_from_bytes(bytes)),
+        let (format, data) = match stored {
+            Stored::Q4_1 => (Format::Q4_1, bytes.to_vec()),
+            Stored::Q5_0 => (Format::Q5_0, bytes.to_vec()),
+            Stored::Q8_0 => (Format::Q8_0, bytes.to_vec()),
+            Stored::Q4K => (Format::Q4_1, q4k_to_q4_1(bytes)),
+            Stored::Q6K => (Format::Q8_0, q6k_to_q8_0(bytes)),
         };
-        Ok(QMatrix { rows, cols, data })
+        Ok(QMatrix {
+            rows,
+            cols,
+            format,
+            data,
+        })
     }
 
     /// Output size (rows).
@@ -113,35 +177,18 @@ impl QMatrix {
 
     /// Bytes of weights held.
     pub fn bytes(&self) -> usize {
-        match &self.data {
-            Data::Blocks(_, b) => b.len(),
-            Data::Q4K(b) => b.len() * std::mem::size_of::<BlockQ4K>(),
-            Data::Q6K(b) => b.len() * std::mem::size_of::<BlockQ6K>(),
-        }
+        self.data.len()
     }
 
-    /// Whether the activations must be quantized in 256-value K blocks for this matrix.
-    fn needs_k(&self) -> bool {
-        !matches!(self.data, Data::Blocks(..))
+    /// The block format the rows are held in.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     /// Writes row `r` dequantized into `out` (`cols` values): the embedding lookup.
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
-        let c = self.cols;
-        match &self.data {
-            Data::Blocks(f, b) => {
-                let rb = c / QK * f.block_bytes();
-                kernels::dequantize_row(*f, &b[r * rb..(r + 1) * rb], out)
-            }
-            Data::Q4K(b) => {
-                let n = c / QK_K;
-                BlockQ4K::to_float(&b[r * n..(r + 1) * n], out)
-            }
-            Data::Q6K(b) => {
-                let n = c / QK_K;
-                BlockQ6K::to_float(&b[r * n..(r + 1) * n], out)
-            }
-        }
+        let rb = self.cols / QK * self.format.block_bytes();
+        kernels::dequantize_row(self.format, &self.data[r * rb..(r + 1) * rb], out)
     }
 
     /// Computes rows `r0..r1` of `y` for every token: `out(t, r) = x_t · W_r`, written at
@@ -159,26 +206,100 @@ impl QMatrix {
         stride: usize,
     ) {
         let n = acts.n;
-        match &self.data {
-            Data::Blocks(f, data) => {
-                let blocks = self.cols / QK;
-                let rb = blocks * f.block_bytes();
-                let base = data.as_ptr();
+        let f = self.format;
+        let rb = self.cols / QK * f.block_bytes();
+        let base = self.data.as_ptr();
+        if isa == Isa::Avx512Vnni && n >= PREPACK_FROM {
+            return self.prepacked_rows(acts, r0, r1, out, stride);
+        }
+        let mut t0 = 0;
+        while t0 < n {
+            let tb = (n - t0).min(4);
+            match tb {
+                4 => self.block_rows::<4>(isa, f, base, rb, acts, t0, r0, r1, out, stride),
+                3 => self.block_rows::<3>(isa, f, base, rb, acts, t0, r0, r1, out, stride),
+                2 => self.block_rows::<2>(isa, f, base, rb, acts, t0, r0, r1, out, stride),
+                _ => self.block_rows::<1>(isa, f, base, rb, acts, t0, r0, r1, out, stride),
+            }
+            t0 += tb;
+        }
+    }
+
+    /// Prefill with AVX-512: rows are unpacked a few at a time into a per-thread buffer that
+    /// stays in cache, and each such group of rows meets every token, four at a time.
+    ///
+    /// # Safety
+    /// As for [`QMatrix::rows_into`]; the activations carry the pair layout.
+    unsafe fn prepacked_rows(
+        &self,
+        acts: &Acts,
+        r0: usize,
+        r1: usize,
+        out: *mut f32,
+        stride: usize,
+    ) {
+        let blocks = self.cols / QK;
+        let np = kernels::pairs(blocks);
+        let rb = blocks * self.format.block_bytes();
+        let offset = self.format == Format::Q4_1;
+        // About 64 KiB of unpacked rows per group.
+        let group = (65536 / (np * 128)).clamp(1, 64);
+        PREPACKED.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            let (w, dw, mw) = &mut *buf;
+            w.resize(
+                group * np * kernels::PREPACKED_VECTORS,
+                kernels::V512([0; 64]),
+            );
+            dw.resize(group * np * 2, 0.0);
+            mw.resize(group * np * 2, 0.0);
+            let mut g0 = r0;
+            while g0 < r1 {
+                let g1 = (g0 + group).min(r1);
+                for r in g0..g1 {
+                    let i = r - g0;
+                    kernels::prepack_row(
+                        self.format,
+                        self.data.as_ptr().add(r * rb),
+                        blocks,
+                        &mut w[i * np * 2..(i + 1) * np * 2],
+                        &mut dw[i * np * 2..(i + 1) * np * 2],
+                        &mut mw[i * np * 2..(i + 1) * np * 2],
+                    );
+                }
                 let mut t0 = 0;
-                while t0 < n {
-                    let tb = (n - t0).min(4);
+                while t0 < acts.n {
+                    let tb = (acts.n - t0).min(4);
+                    let row = |i: usize| {
+                        (
+                            &w[i * np * 2..(i + 1) * np * 2],
+                            &dw[i * np * 2..(i + 1) * np * 2],
+                            &mw[i * np * 2..(i + 1) * np * 2],
+                        )
+                    };
+                    macro_rules! tokens {
+                        ($t:literal) => {{
+                            let x = acts.ptrs::<$t>(t0);
+                            for r in g0..g1 {
+                                let (w, dw, mw) = row(r - g0);
+                                let y = kernels::dot_prepacked::<$t>(w, dw, mw, np, offset, &x);
+                                for (t, v) in y.into_iter().enumerate() {
+                                    *out.add((t0 + t) * stride + r) = v;
+                                }
+                            }
+                        }};
+                    }
                     match tb {
-                        4 => self.block_rows::<4>(isa, *f, base, rb, acts, t0, r0, r1, out, stride),
-                        3 => self.block_rows::<3>(isa, *f, base, rb, acts, t0, r0, r1, out, stride),
-                        2 => self.block_rows::<2>(isa, *f, base, rb, acts, t0, r0, r1, out, stride),
-                        _ => self.block_rows::<1>(isa, *f, base, rb, acts, t0, r0, r1, out, stride),
+                        4 => tokens!(4),
+                        3 => tokens!(3),
+                        2 => tokens!(2),
+                        _ => tokens!(1),
                     }
                     t0 += tb;
                 }
+                g0 = g1;
             }
-            Data::Q4K(b) => self.k_rows(b, acts, r0, r1, out, stride),
-            Data::Q6K(b) => self.k_rows(b, acts, r0, r1, out, stride),
-        }
+        });
     }
 
     /// Rows `r0..r1` for tokens `t0..t0 + T` of a 32-value block format.
@@ -197,7 +318,7 @@ impl QMatrix {
         out: *mut f32,
         stride: usize,
     ) {
-        let x = kernels::XPtrs::new(&std::array::from_fn::<_, T, _>(|i| acts.row(t0 + i)));
+        let x = acts.ptrs::<T>(t0);
         let blocks = self.cols / QK;
         for r in r0..r1 {
             let y = kernels::dot_raw(isa, format, base.add(r * row_bytes), blocks, &x);
@@ -206,30 +327,22 @@ impl QMatrix {
             }
         }
     }
-
-    unsafe fn k_rows<B: GgmlType<VecDotType = BlockQ8K>>(
-        &self,
-        blocks: &[B],
-        acts: &Acts,
-        r0: usize,
-        r1: usize,
-        out: *mut f32,
-        stride: usize,
-    ) {
-        let nb = self.cols / QK_K;
-        for t in 0..acts.n {
-            let x = &acts.k[t * nb..(t + 1) * nb];
-            for r in r0..r1 {
-                let v = B::vec_dot(self.cols, &blocks[r * nb..(r + 1) * nb], x);
-                *out.add(t * stride + r) = v;
-            }
-        }
-    }
 }
 
-/// A batch of `n` activation rows of `k` values, quantized for the kernels: 32-value blocks
-/// (`qs`, `d`, `s`) and, when a K-quant matrix needs them, 256-value Q8_K blocks. Reused
-/// between calls so that decoding allocates nothing per token.
+/// Tokens from which a matmul unpacks each row once for all of them (AVX-512 only).
+const PREPACK_FROM: usize = 4;
+
+type Prepacked = (Vec<kernels::V512>, Vec<f32>, Vec<f32>);
+
+thread_local! {
+    /// Per-thread buffer of unpacked rows (see [`QMatrix::prepacked_rows`]).
+    static PREPACKED: std::cell::RefCell<Prepacked> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new()))
+    };
+}
+
+/// A batch of `n` activation rows, quantized for the kernels in 32-value blocks (`qs`, `d`,
+/// `s`). Reused between calls so that decoding allocates nothing per token.
 #[derive(Default)]
 pub struct Acts {
     n: usize,
@@ -237,12 +350,26 @@ pub struct Acts {
     qs: Vec<i8>,
     d: Vec<f32>,
     s: Vec<f32>,
-    k: Vec<BlockQ8K>,
+    /// The AVX-512 pair layout of the same rows (see [`kernels::pair_layout`]), made only
+    /// when that kernel runs.
+    qp: Vec<u8>,
+    dp: Vec<f32>,
+    sp: Vec<f32>,
+    pairs: bool,
+}
+
+impl std::fmt::Debug for Acts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Acts")
+            .field("n", &self.n)
+            .field("cols", &self.cols)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Acts {
-    /// Quantizes `x` (`n` rows of `cols` values); `k_blocks` also makes the Q8_K form.
-    pub fn quantize(&mut self, x: &[f32], n: usize, cols: usize, k_blocks: bool) {
+    /// Quantizes `x` (`n` rows of `cols` values, a multiple of 32).
+    pub fn quantize(&mut self, x: &[f32], n: usize, cols: usize) {
         debug_assert_eq!(x.len(), n * cols);
         self.n = n;
         self.cols = cols;
@@ -258,20 +385,41 @@ impl Acts {
                 &mut self.s[t * nb..(t + 1) * nb],
             );
         }
-        if k_blocks && cols % QK_K == 0 {
-            let kb = cols / QK_K;
-            if self.k.len() < n * kb {
-                // SAFETY: BlockQ8K is plain data (f32, i8 and i16 arrays); all zeros is valid.
-                self.k
-                    .resize_with(n * kb, || unsafe { std::mem::zeroed::<BlockQ8K>() });
-            }
+        self.pairs = Isa::detect() == Isa::Avx512Vnni;
+        if self.pairs {
+            let np = kernels::pairs(nb);
+            self.qp.resize(n * np * kernels::PAIR_BYTES, 0);
+            self.dp.resize(n * np * 2, 0.0);
+            self.sp.resize(n * np * 2, 0.0);
             for t in 0..n {
-                BlockQ8K::from_float(
-                    &x[t * cols..(t + 1) * cols],
-                    &mut self.k[t * kb..(t + 1) * kb],
+                let row = Q8Row {
+                    qs: &self.qs[t * cols..(t + 1) * cols],
+                    d: &self.d[t * nb..(t + 1) * nb],
+                    s: &self.s[t * nb..(t + 1) * nb],
+                };
+                kernels::pair_layout(
+                    &row,
+                    &mut self.qp[t * np * kernels::PAIR_BYTES..(t + 1) * np * kernels::PAIR_BYTES],
+                    &mut self.dp[t * np * 2..(t + 1) * np * 2],
+                    &mut self.sp[t * np * 2..(t + 1) * np * 2],
                 );
             }
         }
+    }
+
+    /// Pointers to tokens `t0..t0 + T`, the pair layout included when it was made.
+    fn ptrs<const T: usize>(&self, t0: usize) -> kernels::XPtrs<T> {
+        let mut x = kernels::XPtrs::new(&std::array::from_fn::<_, T, _>(|i| self.row(t0 + i)));
+        if self.pairs {
+            let np = kernels::pairs(self.cols / QK);
+            for i in 0..T {
+                let t = t0 + i;
+                x.qp[i] = self.qp[t * np * kernels::PAIR_BYTES..].as_ptr();
+                x.dp[i] = self.dp[t * np * 2..].as_ptr();
+                x.sp[i] = self.sp[t * np * 2..].as_ptr();
+            }
+        }
+        x
     }
 
     fn row(&self, t: usize) -> Q8Row<'_> {
@@ -282,11 +430,6 @@ impl Acts {
             s: &self.s[t * nb..(t + 1) * nb],
         }
     }
-}
-
-/// Whether any of `mats` needs Q8_K activations (see [`Acts::quantize`]).
-pub fn needs_k(mats: &[&QMatrix]) -> bool {
-    mats.iter().any(|m| m.needs_k())
 }
 
 /// The most matrices [`matmul`] runs as one job.
@@ -311,14 +454,12 @@ pub fn matmul(mats: &[&QMatrix], acts: &Acts, outs: &mut [&mut [f32]]) {
     for (m, o) in mats.iter().zip(outs.iter()) {
         assert_eq!(m.cols, acts.cols, "matmul: input width");
         assert_eq!(o.len(), acts.n * m.rows, "matmul: output size");
-        if m.needs_k() {
-            assert!(
-                acts.k.len() >= acts.n * m.cols / QK_K,
-                "matmul: no Q8_K input"
-            );
-        }
     }
     let isa = Isa::detect();
+    assert!(
+        acts.pairs || isa != Isa::Avx512Vnni,
+        "matmul: no pair layout"
+    );
     let pool = super::pool::global();
     let threads = pool.threads();
     let total_rows: usize = mats.iter().map(|m| m.rows).sum();
@@ -383,7 +524,7 @@ mod tests {
             for n in 1..=9 {
                 let x = values(n * cols, 7 + n as u32);
                 let mut acts = Acts::default();
-                acts.quantize(&x, n, cols, needs_k(&[&m]));
+                acts.quantize(&x, n, cols);
                 let mut y = vec![0f32; n * rows];
                 matmul(&[&m], &acts, &mut [&mut y]);
                 let xt = Tensor::from_vec(x.clone(), (n, cols), &Device::Cpu).unwrap();
@@ -405,6 +546,28 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// Q4_K held as Q4_1 keeps the same 4-bit values; only each sub-block's scale and
+    /// minimum are rounded to f16, so the weights move by far less than one quantization step.
+    #[test]
+    fn q4_k_rewritten_as_q4_1_keeps_its_values() {
+        let (rows, cols) = (8, 512);
+        let w = Tensor::from_vec(values(rows * cols, 5), (rows, cols), &Device::Cpu).unwrap();
+        let q = QTensor::quantize(&w, GgmlDType::Q4K).unwrap();
+        let want = q.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap();
+        let want = want.to_vec1::<f32>().unwrap();
+        let m = QMatrix::from_bytes(Stored::Q4K, rows, cols, &q.data().unwrap()).unwrap();
+        assert_eq!(m.format(), Format::Q4_1);
+        let mut got = vec![0f32; cols];
+        for r in 0..rows {
+            m.dequantize_row(r, &mut got);
+            for c in 0..cols {
+                let (a, b) = (got[c], want[r * cols + c]);
+                // A 4-bit step here is about 2/15; f16 rounding moves a value by ~1e-3 of it.
+                assert!((a - b).abs() <= 2e-3, "({r},{c}): {a} vs {b}");
             }
         }
     }

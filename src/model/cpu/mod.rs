@@ -215,7 +215,7 @@ impl HostModel {
         let up = sized(up, n * c.feed_forward);
         for (layer, b) in self.blocks.iter().enumerate() {
             rms_norm(x, &b.attn_norm, eps, h);
-            acts.quantize(h, n, e, matmul::needs_k(&[&b.q, &b.k, &b.v]));
+            acts.quantize(h, n, e);
             matmul::matmul(&[&b.q, &b.k, &b.v], acts, &mut [&mut *q, &mut *k, &mut *v]);
             if let Some((bq, bk, bv)) = &b.biases {
                 add_rows(q, bq);
@@ -236,17 +236,17 @@ impl HostModel {
                 c,
                 att,
             );
-            acts.quantize(att, n, qw, needs(&b.o));
+            acts.quantize(att, n, qw);
             matmul::matmul(&[&b.o], acts, &mut [&mut *h]);
             add_into(x, h);
 
             rms_norm(x, &b.ffn_norm, eps, h);
-            acts.quantize(h, n, e, matmul::needs_k(&[&b.gate, &b.up]));
+            acts.quantize(h, n, e);
             matmul::matmul(&[&b.gate, &b.up], acts, &mut [&mut *gate, &mut *up]);
             for (g, &u) in gate.iter_mut().zip(up.iter()) {
                 *g = *g / (1.0 + (-*g).exp()) * u;
             }
-            acts.quantize(gate, n, c.feed_forward, needs(&b.down));
+            acts.quantize(gate, n, c.feed_forward);
             matmul::matmul(&[&b.down], acts, &mut [&mut *h]);
             add_into(x, h);
         }
@@ -254,7 +254,7 @@ impl HostModel {
         let hl = &mut h[..e];
         rms_norm(last, &self.norm, eps, hl);
         let output = self.output.as_ref().unwrap_or(&self.embedding);
-        acts.quantize(hl, 1, e, needs(output));
+        acts.quantize(hl, 1, e);
         let mut logits = vec![0f32; output.rows()];
         matmul::matmul(&[output], acts, &mut [&mut logits]);
         cache.advance(n);
@@ -267,10 +267,6 @@ impl HostModel {
         }
         Ok(logits)
     }
-}
-
-fn needs(m: &QMatrix) -> bool {
-    matmul::needs_k(&[m])
 }
 
 /// Adds `bias` to every row of `x`.
