@@ -465,9 +465,7 @@ pub fn matmul(mats: &[&QMatrix], acts: &Acts, outs: &mut [&mut [f32]]) {
     let total_rows: usize = mats.iter().map(|m| m.rows).sum();
     // About eight pieces per thread so that uneven rows (and a busy core) balance out; at
     // least 16 rows per piece so that the hand-off costs little next to the work.
-    let chunk = (total_rows / (threads * 8))
-        .clamp(16, 512)
-        .next_multiple_of(4);
+    let chunk = (total_rows / (threads * 8)).max(16).next_multiple_of(4);
     // Pieces are numbered across the matrices; nothing is allocated per call.
     let mut ptrs = [const { OutPtr(std::ptr::null_mut()) }; MAX_GROUP];
     let mut first = [0usize; MAX_GROUP + 1];
