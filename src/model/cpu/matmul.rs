@@ -226,7 +226,7 @@ impl QMatrix {
     }
 
     /// Prefill with AVX-512: rows are unpacked a few at a time into a per-thread buffer that
-    /// stays in cache, and each such group of rows meets every token, four at a time.
+    /// stays in cache, and each such group of rows meets every token, eight at a time.
     ///
     /// # Safety
     /// As for [`QMatrix::rows_into`]; the activations carry the pair layout.
@@ -242,8 +242,7 @@ impl QMatrix {
         let np = kernels::pairs(blocks);
         let rb = blocks * self.format.block_bytes();
         let offset = self.format == Format::Q4_1;
-        // About 64 KiB of unpacked rows per group.
-        let group = (65536 / (np * 128)).clamp(1, 64);
+        let group = (GROUP_BYTES / (np * 128)).clamp(1, 64);
         PREPACKED.with(|buf| {
             let mut buf = buf.borrow_mut();
             let (w, dw, mw) = &mut *buf;
@@ -269,7 +268,12 @@ impl QMatrix {
                 }
                 let mut t0 = 0;
                 while t0 < acts.n {
-                    let tb = (acts.n - t0).min(4);
+                    let tb = match acts.n - t0 {
+                        8.. => 8,
+                        4..=7 => 4,
+                        2..=3 => 2,
+                        _ => 1,
+                    };
                     let row = |i: usize| {
                         (
                             &w[i * np * 2..(i + 1) * np * 2],
@@ -290,8 +294,8 @@ impl QMatrix {
                         }};
                     }
                     match tb {
+                        8 => tokens!(8),
                         4 => tokens!(4),
-                        3 => tokens!(3),
                         2 => tokens!(2),
                         _ => tokens!(1),
                     }
@@ -331,6 +335,9 @@ impl QMatrix {
 
 /// Tokens from which a matmul unpacks each row once for all of them (AVX-512 only).
 const PREPACK_FROM: usize = 4;
+
+/// Bytes of unpacked rows a thread keeps per group (in its L2 cache).
+const GROUP_BYTES: usize = 1 << 18;
 
 type Prepacked = (Vec<kernels::V512>, Vec<f32>, Vec<f32>);
 
