@@ -111,7 +111,11 @@ fn raw_row(m: &QMatrix, format: Format, cols: usize) -> Vec<u8> {
         Format::Q8_0 => GgmlDType::Q8_0,
     };
     let t = Tensor::from_vec(v, (1, cols), &Device::Cpu).unwrap();
-    QTensor::quantize(&t, dtype).unwrap().data().unwrap().to_vec()
+    QTensor::quantize(&t, dtype)
+        .unwrap()
+        .data()
+        .unwrap()
+        .to_vec()
 }
 
 criterion_group!(benches, matmuls, dots);

@@ -333,6 +333,18 @@ impl QMatrix {
     }
 }
 
+/// Raw pointers to the buffers of [`Acts`], for filling rows in parallel.
+struct RowOut {
+    qs: *mut i8,
+    d: *mut f32,
+    s: *mut f32,
+    qp: *mut u8,
+    dp: *mut f32,
+    sp: *mut f32,
+}
+// SAFETY: rows are disjoint; see `Acts::quantize`.
+unsafe impl Sync for RowOut {}
+
 /// Tokens from which a matmul unpacks each row once for all of them (AVX-512 only).
 const PREPACK_FROM: usize = 4;
 
@@ -377,41 +389,51 @@ impl std::fmt::Debug for Acts {
 impl Acts {
     /// Quantizes `x` (`n` rows of `cols` values, a multiple of 32).
     pub fn quantize(&mut self, x: &[f32], n: usize, cols: usize) {
-        debug_assert_eq!(x.len(), n * cols);
+        assert_eq!(x.len(), n * cols, "quantize: input size");
+        assert_eq!(cols % QK, 0, "quantize: width not whole blocks");
         self.n = n;
         self.cols = cols;
         let nb = cols / QK;
+        self.pairs = Isa::detect() == Isa::Avx512Vnni;
+        let np = if self.pairs { kernels::pairs(nb) } else { 0 };
         self.qs.resize(n * cols, 0);
         self.d.resize(n * nb, 0.0);
         self.s.resize(n * nb, 0.0);
-        for t in 0..n {
-            kernels::quantize_row(
-                &x[t * cols..(t + 1) * cols],
-                &mut self.qs[t * cols..(t + 1) * cols],
-                &mut self.d[t * nb..(t + 1) * nb],
-                &mut self.s[t * nb..(t + 1) * nb],
-            );
-        }
-        self.pairs = Isa::detect() == Isa::Avx512Vnni;
-        if self.pairs {
-            let np = kernels::pairs(nb);
-            self.qp.resize(n * np * kernels::PAIR_BYTES, 0);
-            self.dp.resize(n * np * 2, 0.0);
-            self.sp.resize(n * np * 2, 0.0);
-            for t in 0..n {
-                let row = Q8Row {
-                    qs: &self.qs[t * cols..(t + 1) * cols],
-                    d: &self.d[t * nb..(t + 1) * nb],
-                    s: &self.s[t * nb..(t + 1) * nb],
-                };
-                kernels::pair_layout(
-                    &row,
-                    &mut self.qp[t * np * kernels::PAIR_BYTES..(t + 1) * np * kernels::PAIR_BYTES],
-                    &mut self.dp[t * np * 2..(t + 1) * np * 2],
-                    &mut self.sp[t * np * 2..(t + 1) * np * 2],
-                );
+        self.qp.resize(n * np * kernels::PAIR_BYTES, 0);
+        self.dp.resize(n * np * 2, 0.0);
+        self.sp.resize(n * np * 2, 0.0);
+        let out = RowOut {
+            qs: self.qs.as_mut_ptr(),
+            d: self.d.as_mut_ptr(),
+            s: self.s.as_mut_ptr(),
+            qp: self.qp.as_mut_ptr(),
+            dp: self.dp.as_mut_ptr(),
+            sp: self.sp.as_mut_ptr(),
+        };
+        let out = &out; // captured whole (it is Sync), not field by field
+        let one = |t: usize| {
+            // SAFETY: row t's parts of every buffer, sized above; each row is written by one
+            // piece of work only.
+            unsafe {
+                let qs = std::slice::from_raw_parts_mut(out.qs.add(t * cols), cols);
+                let d = std::slice::from_raw_parts_mut(out.d.add(t * nb), nb);
+                let s = std::slice::from_raw_parts_mut(out.s.add(t * nb), nb);
+                kernels::quantize_row(&x[t * cols..(t + 1) * cols], qs, d, s);
+                if np > 0 {
+                    let row = Q8Row { qs, d, s };
+                    kernels::pair_layout(
+                        &row,
+                        std::slice::from_raw_parts_mut(
+                            out.qp.add(t * np * kernels::PAIR_BYTES),
+                            np * kernels::PAIR_BYTES,
+                        ),
+                        std::slice::from_raw_parts_mut(out.dp.add(t * np * 2), np * 2),
+                        std::slice::from_raw_parts_mut(out.sp.add(t * np * 2), np * 2),
+                    );
+                }
             }
-        }
+        };
+        super::pool::for_rows(n, &one);
     }
 
     /// Pointers to tokens `t0..t0 + T`, the pair layout included when it was made.

@@ -74,16 +74,33 @@ fn sized(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
     &mut v[..len]
 }
 
-/// `out = x / rms(x) · w`, row by row.
+/// `out = x / rms(x) · w`, row by row (rows in parallel during prefill).
 fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
     let e = w.len();
-    for (xr, or) in x.chunks_exact(e).zip(out.chunks_exact_mut(e)) {
+    let o = SendPtr(out.as_mut_ptr());
+    pool::for_rows(x.len() / e, &|t| {
+        let xr = &x[t * e..(t + 1) * e];
+        // SAFETY: row t of `out` is written by this piece only.
+        let or = unsafe { std::slice::from_raw_parts_mut(o.at(t * e), e) };
         let ss: f32 = xr.iter().map(|v| v * v).sum();
         let scale = 1.0 / (ss / e as f32 + eps).sqrt();
         for ((o, &v), &g) in or.iter_mut().zip(xr).zip(w) {
             *o = v * scale * g;
         }
-    }
+    });
+}
+
+/// `gate = silu(gate) · up`, row by row (rows in parallel during prefill).
+fn swiglu(gate: &mut [f32], up: &[f32], n: usize) {
+    let width = gate.len() / n;
+    let g = SendPtr(gate.as_mut_ptr());
+    pool::for_rows(n, &|t| {
+        // SAFETY: row t of `gate` is written by this piece only.
+        let gr = unsafe { std::slice::from_raw_parts_mut(g.at(t * width), width) };
+        for (g, &u) in gr.iter_mut().zip(&up[t * width..(t + 1) * width]) {
+            *g = *g / (1.0 + (-*g).exp()) * u;
+        }
+    });
 }
 
 /// The dot product of two equal-length slices, in sixteen lanes so that it vectorizes.
@@ -390,9 +407,7 @@ impl HostModel {
             rms_norm(x, &b.ffn_norm, eps, h);
             acts.quantize(h, n, e);
             matmul::matmul(&[&b.gate, &b.up], acts, &mut [&mut *gate, &mut *up]);
-            for (g, &u) in gate.iter_mut().zip(up.iter()) {
-                *g = *g / (1.0 + (-*g).exp()) * u;
-            }
+            swiglu(gate, up, n);
             acts.quantize(gate, n, c.feed_forward);
             matmul::matmul(&[&b.down], acts, &mut [&mut *h]);
             add_into(x, h);

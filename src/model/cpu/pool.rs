@@ -134,6 +134,21 @@ impl Pool {
     }
 }
 
+/// Runs `f(i)` for every row `i` in `0..n` on the global pool, in a few runs of rows per
+/// thread; short batches (decode) stay on the calling thread.
+pub fn for_rows(n: usize, f: &(dyn Fn(usize) + Sync)) {
+    const SERIAL_BELOW: usize = 8;
+    let pool = global();
+    if n < SERIAL_BELOW || pool.threads() == 1 {
+        (0..n).for_each(f);
+        return;
+    }
+    let pieces = n.min(pool.threads() * 4);
+    pool.run(pieces, &|p| {
+        (p * n / pieces..(p + 1) * n / pieces).for_each(f)
+    });
+}
+
 fn take_pieces(s: &Shared, job: &Job) {
     loop {
         let i = s.next.fetch_add(1, Ordering::Relaxed);
