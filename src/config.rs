@@ -49,7 +49,13 @@ pub const SETTINGS: &[Setting] = &[
         flag: "--keep-quant",
         env: "CAIRN_KEEP_QUANT",
         default: "off",
-        doc: "Keep Q4_1/Q5_0/Q5_1 tensors as they are instead of re-quantizing them to Q8_0 at load (candle has no SIMD kernels for them).",
+        doc: "With --engine candle: keep Q4_1/Q5_0/Q5_1 tensors as they are instead of re-quantizing them to Q8_0 at load (candle has no SIMD kernels for them). The native engine always keeps them.",
+    },
+    Setting {
+        flag: "--engine",
+        env: "CAIRN_ENGINE",
+        default: "native",
+        doc: "The forward pass: native (cairn's own CPU kernels, AVX-512 VNNI / AVX2 / portable, picked at run time) or candle (the earlier one on candle's tensors, kept for comparison).",
     },
     Setting {
         flag: "--memory",
@@ -105,8 +111,10 @@ pub struct Config {
     pub offline: bool,
     /// Threads for the model's matmuls.
     pub threads: usize,
-    /// Re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 at load.
+    /// Candle engine: re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 at load.
     pub requantize: bool,
+    /// The forward pass to use.
+    pub engine: crate::model::arch::Engine,
     /// How much goes to stderr.
     pub verbosity: Verbosity,
     /// The memory file (sessions, turns, steps, facts).
@@ -187,6 +195,7 @@ impl Default for Config {
                 .map(|n| n.get())
                 .unwrap_or(1),
             requantize: !env_flag("CAIRN_KEEP_QUANT"),
+            engine: crate::model::arch::Engine::default(),
             verbosity: Verbosity::Normal,
             memory: Config::default_memory(),
             memory_decay: crate::memory::DEFAULT_DECAY,

@@ -41,9 +41,14 @@ pub struct GlobalArgs {
     /// Threads for the model's matrix multiplications (default: all cores). [env: CAIRN_THREADS]
     #[arg(long, global = true, value_name = "N")]
     pub threads: Option<usize>,
-    /// Keep Q4_1/Q5_0/Q5_1 tensors as stored instead of re-quantizing them to Q8_0 at load.
+    /// With `--engine candle`: keep Q4_1/Q5_0/Q5_1 tensors as stored instead of
+    /// re-quantizing them to Q8_0 at load (the native engine always keeps them).
     #[arg(long, global = true)]
     pub keep_quant: bool,
+    /// The forward pass: `native` (cairn's own CPU kernels, the default) or `candle` (the
+    /// earlier one on candle's tensors, for comparison). [env: CAIRN_ENGINE]
+    #[arg(long, global = true, value_name = "ENGINE")]
+    pub engine: Option<String>,
     /// The memory file (sessions, turns, steps, facts). [env: CAIRN_MEMORY]
     #[arg(long, global = true, value_name = "FILE")]
     pub memory: Option<std::path::PathBuf>,
@@ -131,6 +136,17 @@ impl GlobalArgs {
         }
         if self.keep_quant {
             config.requantize = false;
+        }
+        if let Some(v) = crate::config::env_nonempty("CAIRN_ENGINE") {
+            config.engine = v
+                .trim()
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("CAIRN_ENGINE: {e}"))?;
+        }
+        if let Some(e) = &self.engine {
+            config.engine = e
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("--engine: {e}"))?;
         }
         if let Some(m) = &self.memory {
             config.memory = m.clone();

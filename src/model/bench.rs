@@ -5,7 +5,14 @@
 //! constrained decoding: decode tokens/s free and under the agent-step schema on the same
 //! chat prompt, the time llguidance takes per mask (mean, p99), and the share of tokens the
 //! grammar forced (fed without sampling).
+//!
+//! Given a llama.cpp `llama-bench` binary ([`BenchOptions::llama_bench`]), it also measures
+//! llama.cpp on the same file with the same threads and prompt/generation lengths, one
+//! llama-bench run after each of cairn's own repetitions, so that both see the same machine
+//! load, and reports the ratios ([`LlamaBenchReport`]).
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -29,6 +36,8 @@ pub struct BenchOptions {
     pub repetitions: usize,
     /// Also measure constrained decoding under the agent-step schema.
     pub constrained: bool,
+    /// A llama-bench binary to measure beside cairn, interleaved run by run.
+    pub llama_bench: Option<PathBuf>,
 }
 
 impl Default for BenchOptions {
@@ -38,6 +47,7 @@ impl Default for BenchOptions {
             gen_tokens: 128,
             repetitions: 3,
             constrained: true,
+            llama_bench: None,
         }
     }
 }
@@ -105,6 +115,126 @@ pub struct BenchReport {
     pub requantized_tensors: usize,
     /// Constrained vs free decoding, when measured.
     pub constrained: Option<ConstrainedReport>,
+    /// The forward pass measured (`native` or `candle`).
+    pub engine: String,
+    /// The native engine's kernels (`avx512vnni`, `avx2`, `scalar`); empty for candle.
+    pub kernels: String,
+    /// llama.cpp on the same file, when a llama-bench binary was given.
+    pub vs_llama_bench: Option<LlamaBenchReport>,
+}
+
+/// llama.cpp's figures from its own `llama-bench`, measured in the same run.
+#[derive(Debug, Clone, Serialize)]
+pub struct LlamaBenchReport {
+    /// The binary.
+    pub path: String,
+    /// Its build (commit) as it reports it.
+    pub build: String,
+    /// Prefill throughput, tokens/s.
+    pub prefill_tok_s: Stat,
+    /// Decode throughput, tokens/s.
+    pub decode_tok_s: Stat,
+    /// cairn's median prefill over llama.cpp's.
+    pub prefill_ratio: f64,
+    /// cairn's median decode over llama.cpp's.
+    pub decode_ratio: f64,
+}
+
+/// Errors of a benchmark run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// cairn's own measurement failed.
+    #[error(transparent)]
+    Generate(#[from] GenerateError),
+    /// The llama-bench binary could not be run or its output not read.
+    #[error("llama-bench ({path}): {reason}")]
+    LlamaBench {
+        /// The binary.
+        path: PathBuf,
+        /// What went wrong, and what to check.
+        reason: String,
+    },
+}
+
+impl From<super::gguf::ModelError> for BenchError {
+    fn from(e: super::gguf::ModelError) -> Self {
+        BenchError::Generate(e.into())
+    }
+}
+
+impl From<super::tokenizer::TokenizerError> for BenchError {
+    fn from(e: super::tokenizer::TokenizerError) -> Self {
+        BenchError::Generate(e.into())
+    }
+}
+
+impl From<super::template::TemplateError> for BenchError {
+    fn from(e: super::template::TemplateError) -> Self {
+        BenchError::Generate(e.into())
+    }
+}
+
+/// One llama-bench run of a single test: `-p prompt -n 0` or `-p 0 -n gen`, one repetition.
+/// Returns its tokens/s and the build it reports.
+pub fn llama_bench_once(
+    exe: &Path,
+    model: &Path,
+    threads: usize,
+    prompt: usize,
+    gen: usize,
+) -> Result<(f64, String), BenchError> {
+    let fail = |reason: String| BenchError::LlamaBench {
+        path: exe.to_path_buf(),
+        reason,
+    };
+    let out = Command::new(exe)
+        .arg("-m")
+        .arg(model)
+        .args(["-t", &threads.to_string()])
+        .args(["-p", &prompt.to_string(), "-n", &gen.to_string()])
+        .args(["-r", "1", "-o", "json"])
+        .output()
+        .map_err(|e| {
+            fail(format!(
+                "cannot run it: {e}; give the path of llama.cpp's llama-bench binary"
+            ))
+        })?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(fail(format!("exited with {}: {last}", out.status)));
+    }
+    parse_llama_bench(&out.stdout, prompt, gen).map_err(fail)
+}
+
+/// Reads llama-bench's `-o json` output: the tokens/s of the test with `n_prompt == prompt`
+/// and `n_gen == gen`, and the build commit.
+pub fn parse_llama_bench(
+    stdout: &[u8],
+    prompt: usize,
+    gen: usize,
+) -> Result<(f64, String), String> {
+    let v: serde_json::Value = serde_json::from_slice(stdout)
+        .map_err(|e| format!("its output is not llama-bench's JSON ({e}); is it llama-bench?"))?;
+    let tests = v
+        .as_array()
+        .ok_or("its JSON output is not a list of tests; is it llama-bench?")?;
+    let num = |t: &serde_json::Value, k: &str| t.get(k).and_then(|x| x.as_f64());
+    let test = tests
+        .iter()
+        .find(|t| num(t, "n_prompt") == Some(prompt as f64) && num(t, "n_gen") == Some(gen as f64))
+        .ok_or_else(|| format!("its output has no test with -p {prompt} -n {gen}"))?;
+    let ts = num(test, "avg_ts").ok_or("a test without `avg_ts` (tokens/s)")?;
+    let build = test
+        .get("build_commit")
+        .and_then(|b| b.as_str())
+        .unwrap_or("unknown")
+        .to_string();
+    Ok((ts, build))
 }
 
 /// Free vs constrained decoding of the same chat prompt (greedy, up to `gen_tokens`).
@@ -256,7 +386,7 @@ pub fn run(
     threads: usize,
     opts: &BenchOptions,
     progress: &mut dyn FnMut(&str),
-) -> Result<BenchReport, GenerateError> {
+) -> Result<BenchReport, BenchError> {
     let cfg = &lm.model.config;
     let vocab = cfg.vocab.min(lm.tokenizer.vocab_size()).max(1);
     let mut rng = Rng::new(1234);
@@ -273,6 +403,8 @@ pub fn run(
         session.append(&[t])?;
     }
 
+    let llama = opts.llama_bench.as_deref();
+    let (mut llama_pp, mut llama_tg, mut llama_build) = (Vec::new(), Vec::new(), String::new());
     let mut prefill = Vec::new();
     if !prompt.is_empty() {
         for r in 0..reps {
@@ -285,6 +417,16 @@ pub fn run(
             let t = Instant::now();
             session.feed(&prompt)?;
             prefill.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
+            if let Some(exe) = llama {
+                progress(&format!(
+                    "llama-bench -p {} ({}/{reps})",
+                    prompt.len(),
+                    r + 1
+                ));
+                let (ts, build) = llama_bench_once(exe, &lm.path, threads, prompt.len(), 0)?;
+                llama_pp.push(ts);
+                llama_build = build;
+            }
         }
     }
 
@@ -304,6 +446,16 @@ pub fn run(
                 token = argmax(&logits_to_vec(&logits)?);
             }
             decode.push(opts.gen_tokens as f64 / t.elapsed().as_secs_f64());
+            if let Some(exe) = llama {
+                progress(&format!(
+                    "llama-bench -n {} ({}/{reps})",
+                    opts.gen_tokens,
+                    r + 1
+                ));
+                let (ts, build) = llama_bench_once(exe, &lm.path, threads, 0, opts.gen_tokens)?;
+                llama_tg.push(ts);
+                llama_build = build;
+            }
         }
     }
 
@@ -327,6 +479,20 @@ pub fn run(
         None
     };
 
+    let prefill_tok_s = Stat::of(&prefill);
+    let decode_tok_s = Stat::of(&decode);
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let vs_llama_bench = llama.map(|exe| {
+        let (pp, tg) = (Stat::of(&llama_pp), Stat::of(&llama_tg));
+        LlamaBenchReport {
+            path: exe.display().to_string(),
+            build: llama_build,
+            prefill_ratio: ratio(prefill_tok_s.median, pp.median),
+            decode_ratio: ratio(decode_tok_s.median, tg.median),
+            prefill_tok_s: pp,
+            decode_tok_s: tg,
+        }
+    });
     Ok(BenchReport {
         model: lm.path.display().to_string(),
         arch: cfg.arch.clone(),
@@ -334,13 +500,16 @@ pub fn run(
         prompt_tokens: opts.prompt_tokens,
         gen_tokens: opts.gen_tokens,
         repetitions: reps,
-        prefill_tok_s: Stat::of(&prefill),
-        decode_tok_s: Stat::of(&decode),
+        prefill_tok_s,
+        decode_tok_s,
         ttft_ms: Stat::of(&ttft),
         ttft_prompt_tokens: chat_ids.len(),
         load_ms: lm.load_time.as_secs_f64() * 1000.0,
         weight_bytes: lm.model.report.weight_bytes,
         requantized_tensors: lm.model.report.requantized,
         constrained,
+        engine: lm.model.report.engine.name().to_string(),
+        kernels: lm.model.report.kernels.to_string(),
+        vs_llama_bench,
     })
 }

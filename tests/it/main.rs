@@ -5,6 +5,7 @@ mod agent;
 mod agent_e2e;
 mod bad_input;
 mod batch;
+mod bench;
 mod calculator;
 mod call;
 mod cli;

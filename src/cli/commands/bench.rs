@@ -30,6 +30,10 @@ pub struct BenchArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Also run llama.cpp's llama-bench binary at PATH on the same file, threads, -p and -n,
+    /// one run after each of cairn's repetitions, and print the ratios.
+    #[arg(long, value_name = "PATH")]
+    pub vs_llama_bench: Option<std::path::PathBuf>,
 }
 
 /// `cairn bench --agent`: round latency with and without prefix reuse.
@@ -84,12 +88,21 @@ pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.agent {
         return run_agent(config, args);
     }
+    if let Some(p) = &args.vs_llama_bench {
+        if !p.is_file() {
+            anyhow::bail!(
+                "--vs-llama-bench {}: no such file; give the path of llama.cpp's llama-bench binary",
+                p.display()
+            );
+        }
+    }
     let lm = super::load_model(config, None)?;
     let opts = BenchOptions {
         prompt_tokens: args.prompt_tokens,
         gen_tokens: args.gen_tokens,
         repetitions: args.repetitions,
         constrained: !args.no_constrained,
+        llama_bench: args.vs_llama_bench.clone(),
     };
     let total = opts.prompt_tokens + 1;
     if total > lm.model.config.context || opts.gen_tokens > lm.model.config.context {
@@ -112,8 +125,15 @@ pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
         let s = |x: &bench::Stat| format!("{:>8.1}  ({:.1}–{:.1})", x.median, x.min, x.max);
         println!("model    {} ({})", report.model, report.arch);
         println!(
-            "threads  {}   repetitions {}",
-            report.threads, report.repetitions
+            "threads  {}   repetitions {}   engine {}{}",
+            report.threads,
+            report.repetitions,
+            report.engine,
+            if report.kernels.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", report.kernels)
+            }
         );
         println!(
             "pp{:<5}  {} tok/s",
@@ -125,6 +145,21 @@ pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             report.gen_tokens,
             s(&report.decode_tok_s)
         );
+        if let Some(l) = &report.vs_llama_bench {
+            println!(
+                "llama.cpp pp{:<5} {} tok/s   cairn/llama.cpp {:.2}x",
+                report.prompt_tokens,
+                s(&l.prefill_tok_s),
+                l.prefill_ratio
+            );
+            println!(
+                "llama.cpp tg{:<5} {} tok/s   cairn/llama.cpp {:.2}x",
+                report.gen_tokens,
+                s(&l.decode_tok_s),
+                l.decode_ratio
+            );
+            println!("llama.cpp build {} ({})", l.build, l.path);
+        }
         println!(
             "ttft     {} ms   ({} prompt tokens)",
             s(&report.ttft_ms),

@@ -27,13 +27,14 @@ pub fn load_model(config: &Config, tokenizer_json: Option<&Path>) -> anyhow::Res
     let path = resolve_model(config.model.as_deref(), &FetchOptions::from_config(config))?;
     let load = LoadOptions {
         requantize: config.requantize,
+        engine: config.engine,
         ..LoadOptions::default()
     };
     let lm = LoadedModel::load(&path, tokenizer_json, &load).context("cannot load the model")?;
     if config.verbosity >= Verbosity::Verbose {
         let c = &lm.model.config;
         eprintln!(
-            "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} tensors re-quantized to Q8_0) in {:.2} s",
+            "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} tensors re-quantized to Q8_0, engine {}{}) in {:.2} s",
             path.display(),
             c.arch,
             c.layers,
@@ -41,6 +42,12 @@ pub fn load_model(config: &Config, tokenizer_json: Option<&Path>) -> anyhow::Res
             c.context,
             lm.model.report.weight_bytes / 1_000_000,
             lm.model.report.requantized,
+            lm.model.report.engine.name(),
+            if lm.model.report.kernels.is_empty() {
+                String::new()
+            } else {
+                format!(" with {} kernels", lm.model.report.kernels)
+            },
             lm.load_time.as_secs_f64()
         );
     }

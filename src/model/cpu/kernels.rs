@@ -655,6 +655,7 @@ mod x86 {
     }
 
     /// See [`super::dot_prepacked`].
+    #[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
     pub(super) unsafe fn dot_prepacked<const T: usize>(
         w: *const V512,

@@ -138,7 +138,7 @@ impl QMatrix {
             Stored::Q4K => (QK_K, Q4K_BYTES),
             Stored::Q6K => (QK_K, Q6K_BYTES),
         };
-        if cols % block_values != 0 {
+        if !cols.is_multiple_of(block_values) {
             return Err(format!(
                 "{cols} columns are not whole blocks of {block_values} ({stored:?})"
             ));

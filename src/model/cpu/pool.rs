@@ -171,7 +171,7 @@ fn worker(s: &Shared) {
         while s.generation.load(Ordering::Acquire) == seen {
             std::hint::spin_loop();
             spins += 1;
-            if spins % 256 == 0 && start.elapsed() > SPIN {
+            if spins.is_multiple_of(256) && start.elapsed() > SPIN {
                 let mut sleeping = s.sleeping.lock().unwrap_or_else(|e| e.into_inner());
                 *sleeping += 1;
                 while s.generation.load(Ordering::Acquire) == seen {
