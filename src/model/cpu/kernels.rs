@@ -23,7 +23,7 @@ pub enum Isa {
     Scalar,
     /// AVX2 with FMA and F16C (x86-64 since about 2013).
     Avx2,
-    /// AVX-512 (F, BW, VL, DQ) with VNNI byte dot products.
+    /// AVX-512 (F, BW, VL, DQ) with VNNI byte dot products (and BMI2).
     Avx512Vnni,
 }
 
@@ -51,6 +51,7 @@ impl Isa {
                 && is_x86_feature_detected!("avx512vl")
                 && is_x86_feature_detected!("avx512vnni")
                 && is_x86_feature_detected!("avx512dq")
+                && is_x86_feature_detected!("bmi2")
                 && is_x86_feature_detected!("fma")
                 && is_x86_feature_detected!("f16c")
             {
@@ -556,35 +557,102 @@ mod x86 {
     kernel!(dot_avx2, "avx2,fma,f16c", false, dot_bytes_avx2);
 
     /// Two weight blocks as one 512-bit vector of signed bytes, interleaved four bytes at a
-    /// time like the activations' pair layout; the second is zero past the row's end.
+    /// time like the activations' pair layout, with `[d0, d1, ·, ·]` and `[m0, m1, ·, ·]`;
+    /// the second block is zero past the row's end.
     #[inline(always)]
     unsafe fn pair_weights(
         format: Format,
         p: *const u8,
         second: bool,
     ) -> (__m512i, __m128, __m128) {
-        let bb = format.block_bytes();
-        let a = unpack(format, p, true);
-        let (b, d1, m1) = if second {
-            let b = unpack(format, p.add(bb), true);
-            (b.q, b.d, b.m)
-        } else {
-            (_mm256_setzero_si256(), 0.0, 0.0)
+        if !second {
+            return pair_weights_tail(format, p);
+        }
+        let q = p.add(format.block_bytes());
+        // Both blocks' f16 scales as [d0, d1] (Q5_0, Q8_0: the first two bytes of a block).
+        let two_scales = |p: *const u8, q: *const u8| {
+            let bits = _mm_insert_epi16(
+                _mm_cvtsi32_si128((p as *const u16).read_unaligned() as i32),
+                (q as *const u16).read_unaligned() as i32,
+                1,
+            );
+            _mm_cvtph_ps(bits)
         };
-        let idx = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-        let w =
-            _mm512_permutex2var_epi32(_mm512_castsi256_si512(a.q), idx, _mm512_castsi256_si512(b));
+        match format {
+            Format::Q4_1 => {
+                let w = nibble_pairs(
+                    _mm_loadu_si128(p.add(4) as *const __m128i),
+                    _mm_loadu_si128(q.add(4) as *const __m128i),
+                );
+                // [d0 m0 d1 m1] as f16, to [d0, d1, m0, m1].
+                let bits = _mm_insert_epi32(
+                    _mm_cvtsi32_si128((p as *const i32).read_unaligned()),
+                    (q as *const i32).read_unaligned(),
+                    1,
+                );
+                let s = _mm_cvtph_ps(bits);
+                let s = _mm_shuffle_ps(s, s, 0b11_01_10_00);
+                (w, s, _mm_movehl_ps(s, s))
+            }
+            Format::Q5_0 => {
+                let lo = nibble_pairs(
+                    _mm_loadu_si128(p.add(6) as *const __m128i),
+                    _mm_loadu_si128(q.add(6) as *const __m128i),
+                );
+                // High bits, nibble-interleaved like the bytes: mask nibble i is nibble i/2
+                // of the high bits of block i%2. A clear bit makes the byte nibble − 16.
+                let qh0 = (p.add(2) as *const u32).read_unaligned() as u64;
+                let qh1 = (q.add(2) as *const u32).read_unaligned() as u64;
+                let mask =
+                    _pdep_u64(qh0, 0x0F0F_0F0F_0F0F_0F0F) | _pdep_u64(qh1, 0xF0F0_F0F0_F0F0_F0F0);
+                let hi = _mm512_maskz_mov_epi8(!mask, _mm512_set1_epi8(0xF0u8 as i8));
+                (_mm512_or_si512(lo, hi), two_scales(p, q), _mm_setzero_ps())
+            }
+            Format::Q8_0 => {
+                let a = _mm512_castsi256_si512(_mm256_loadu_si256(p.add(2) as *const __m256i));
+                let b = _mm512_castsi256_si512(_mm256_loadu_si256(q.add(2) as *const __m256i));
+                let w = _mm512_permutex2var_epi32(a, interleave_index(), b);
+                (w, two_scales(p, q), _mm_setzero_ps())
+            }
+        }
+    }
+
+    /// Lane order of the pair layout: lane 2g from the first vector's lane g, lane 2g + 1
+    /// from the second's.
+    #[inline(always)]
+    unsafe fn interleave_index() -> __m512i {
+        _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0)
+    }
+
+    /// Two blocks' 16 packed-nibble bytes to the pair layout: groups of four bytes
+    /// interleaved, low nibbles (values 0–15) in the low half, high nibbles in the high half.
+    #[inline(always)]
+    unsafe fn nibble_pairs(a: __m128i, b: __m128i) -> __m512i {
+        let raw = _mm256_set_m128i(_mm_unpackhi_epi32(a, b), _mm_unpacklo_epi32(a, b));
+        let both = _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
+        _mm512_and_si512(both, _mm512_set1_epi8(0x0F))
+    }
+
+    /// [`pair_weights`] for a lone last block (rows of an odd number of blocks).
+    #[inline(always)]
+    unsafe fn pair_weights_tail(format: Format, p: *const u8) -> (__m512i, __m128, __m128) {
+        let a = unpack(format, p, true);
+        let w = _mm512_permutex2var_epi32(
+            _mm512_castsi256_si512(a.q),
+            interleave_index(),
+            _mm512_setzero_si512(),
+        );
         (
             w,
-            _mm_setr_ps(a.d, d1, 0.0, 0.0),
-            _mm_setr_ps(a.m, m1, 0.0, 0.0),
+            _mm_setr_ps(a.d, 0.0, 0.0, 0.0),
+            _mm_setr_ps(a.m, 0.0, 0.0, 0.0),
         )
     }
 
     /// The AVX-512 kernel on the pair layout: per pair of blocks and token, one `vpdpbusd`
     /// (activations + 128 as unsigned bytes times signed weights, started from
     /// −128·Σweights so the sum is exact), one conversion and one fused multiply-add.
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
     pub(super) unsafe fn dot_pairs<const T: usize>(
         format: Format,
         p: *const u8,
@@ -629,7 +697,7 @@ mod x86 {
     }
 
     /// See [`super::prepack_row`].
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
     pub(super) unsafe fn prepack(
         format: Format,
         p: *const u8,
@@ -656,7 +724,7 @@ mod x86 {
 
     /// See [`super::dot_prepacked`].
     #[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
     pub(super) unsafe fn dot_prepacked<const T: usize>(
         w: *const V512,
         dw: *const f32,
