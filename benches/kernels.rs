@@ -3,7 +3,9 @@
 //! machine's memory bandwidth) and a 512-token batch (prefill: multiply-adds per second),
 //! for every instruction set the CPU has. `CAIRN_ISA` is read once per process, so the
 //! instruction sets other than the best one are measured through the single-row kernel
-//! directly (`dot/…`), as is the matmul of the best one (`matmul/…`).
+//! directly (`dot/…`), as is the matmul of the best one (`matmul/…`). `bandwidth/read` is
+//! the yardstick for the decode figures: every thread of cairn's pool summing its share of a
+//! 256 MiB buffer, far larger than any cache.
 
 use cairn::model::cpu::kernels::{self, Format, Isa, Q8Row};
 use cairn::model::cpu::matmul::{self, Acts, QMatrix, Stored};
@@ -118,5 +120,33 @@ fn raw_row(m: &QMatrix, format: Format, cols: usize) -> Vec<u8> {
         .to_vec()
 }
 
-criterion_group!(benches, matmuls, dots);
+fn bandwidth(c: &mut Criterion) {
+    let words = (256usize << 20) / 8;
+    let buf: Vec<u64> = (0..words as u64).collect();
+    let pool = cairn::model::cpu::pool::global();
+    let pieces = pool.threads();
+    let mut group = c.benchmark_group("bandwidth");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes((words * 8) as u64));
+    group.bench_function("read", |b| {
+        b.iter(|| {
+            let total = std::sync::atomic::AtomicU64::new(0);
+            pool.run(pieces, &|p| {
+                let part = &buf[p * words / pieces..(p + 1) * words / pieces];
+                let mut lanes = [0u64; 8];
+                for chunk in part.chunks_exact(8) {
+                    for (l, &v) in lanes.iter_mut().zip(chunk) {
+                        *l = l.wrapping_add(v);
+                    }
+                }
+                let sum = lanes.iter().fold(0u64, |a, &v| a.wrapping_add(v));
+                total.fetch_add(sum, std::sync::atomic::Ordering::Relaxed);
+            });
+            std::hint::black_box(total.into_inner())
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bandwidth, matmuls, dots);
 criterion_main!(benches);

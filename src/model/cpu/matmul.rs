@@ -387,14 +387,20 @@ impl std::fmt::Debug for Acts {
 }
 
 impl Acts {
-    /// Quantizes `x` (`n` rows of `cols` values, a multiple of 32).
+    /// Quantizes `x` (`n` rows of `cols` values, a multiple of 32) for the kernels of
+    /// [`Isa::detect`].
     pub fn quantize(&mut self, x: &[f32], n: usize, cols: usize) {
+        self.quantize_for(Isa::detect(), x, n, cols)
+    }
+
+    /// [`Acts::quantize`] for the kernels of `isa` (tests and benches compare them).
+    pub fn quantize_for(&mut self, isa: Isa, x: &[f32], n: usize, cols: usize) {
         assert_eq!(x.len(), n * cols, "quantize: input size");
         assert_eq!(cols % QK, 0, "quantize: width not whole blocks");
         self.n = n;
         self.cols = cols;
         let nb = cols / QK;
-        self.pairs = Isa::detect() == Isa::Avx512Vnni;
+        self.pairs = isa == Isa::Avx512Vnni;
         let np = if self.pairs { kernels::pairs(nb) } else { 0 };
         self.qs.resize(n * cols, 0);
         self.d.resize(n * nb, 0.0);
@@ -412,26 +418,28 @@ impl Acts {
         };
         let out = &out; // captured whole (it is Sync), not field by field
         let one = |t: usize| {
-            // SAFETY: row t's parts of every buffer, sized above; each row is written by one
-            // piece of work only.
-            unsafe {
-                let qs = std::slice::from_raw_parts_mut(out.qs.add(t * cols), cols);
-                let d = std::slice::from_raw_parts_mut(out.d.add(t * nb), nb);
-                let s = std::slice::from_raw_parts_mut(out.s.add(t * nb), nb);
-                kernels::quantize_row(&x[t * cols..(t + 1) * cols], qs, d, s);
-                if np > 0 {
-                    let row = Q8Row { qs, d, s };
-                    kernels::pair_layout(
-                        &row,
-                        std::slice::from_raw_parts_mut(
-                            out.qp.add(t * np * kernels::PAIR_BYTES),
-                            np * kernels::PAIR_BYTES,
-                        ),
-                        std::slice::from_raw_parts_mut(out.dp.add(t * np * 2), np * 2),
-                        std::slice::from_raw_parts_mut(out.sp.add(t * np * 2), np * 2),
-                    );
+            super::vectorized(|| {
+                // SAFETY: row t's parts of every buffer, sized above; each row is written by one
+                // piece of work only.
+                unsafe {
+                    let qs = std::slice::from_raw_parts_mut(out.qs.add(t * cols), cols);
+                    let d = std::slice::from_raw_parts_mut(out.d.add(t * nb), nb);
+                    let s = std::slice::from_raw_parts_mut(out.s.add(t * nb), nb);
+                    kernels::quantize_row(&x[t * cols..(t + 1) * cols], qs, d, s);
+                    if np > 0 {
+                        let row = Q8Row { qs, d, s };
+                        kernels::pair_layout(
+                            &row,
+                            std::slice::from_raw_parts_mut(
+                                out.qp.add(t * np * kernels::PAIR_BYTES),
+                                np * kernels::PAIR_BYTES,
+                            ),
+                            std::slice::from_raw_parts_mut(out.dp.add(t * np * 2), np * 2),
+                            std::slice::from_raw_parts_mut(out.sp.add(t * np * 2), np * 2),
+                        );
+                    }
                 }
-            }
+            })
         };
         super::pool::for_rows(n, &one);
     }
@@ -475,6 +483,19 @@ unsafe impl Sync for OutPtr {}
 /// # Panics
 /// If a matrix's column count differs from the activations' or an output is the wrong size.
 pub fn matmul(mats: &[&QMatrix], acts: &Acts, outs: &mut [&mut [f32]]) {
+    matmul_with(Isa::detect(), mats, acts, outs)
+}
+
+/// [`matmul`] with the kernels of `isa`, which the CPU must support (see
+/// [`Isa::all_supported`]) and for which `acts` was quantized ([`Acts::quantize_for`]).
+///
+/// # Panics
+/// As [`matmul`]; also if the CPU lacks `isa`.
+pub fn matmul_with(isa: Isa, mats: &[&QMatrix], acts: &Acts, outs: &mut [&mut [f32]]) {
+    assert!(
+        isa <= Isa::best_supported(),
+        "matmul: {isa:?} is not supported here"
+    );
     assert_eq!(mats.len(), outs.len());
     assert!(
         mats.len() <= MAX_GROUP,
@@ -484,7 +505,6 @@ pub fn matmul(mats: &[&QMatrix], acts: &Acts, outs: &mut [&mut [f32]]) {
         assert_eq!(m.cols, acts.cols, "matmul: input width");
         assert_eq!(o.len(), acts.n * m.rows, "matmul: output size");
     }
-    let isa = Isa::detect();
     assert!(
         acts.pairs || isa != Isa::Avx512Vnni,
         "matmul: no pair layout"
@@ -529,8 +549,9 @@ mod tests {
             .collect()
     }
 
-    /// Every stored format, one to nine tokens (so every tail of the four-token tiling
-    /// runs), against the dequantized weights in f64: the only difference left is the 8-bit
+    /// Every instruction set, every stored format, one to nine tokens (so every tail of the
+    /// token tiling runs, and the prefill path from four tokens), against the dequantized
+    /// weights in f64: the only difference left is the 8-bit
     /// activations, a relative error well under 1%.
     #[test]
     fn matmul_matches_dequantized_weights_for_every_format_and_token_count() {
@@ -548,12 +569,15 @@ mod tests {
             let deq = deq.to_vec1::<f32>().unwrap();
             let m = QMatrix::from_bytes(stored, rows, cols, &q.data().unwrap()).unwrap();
             let candle = QMatMul::from_qtensor(q).unwrap();
-            for n in 1..=9 {
+            for (isa, n) in Isa::all_supported()
+                .into_iter()
+                .flat_map(|i| (1..=9).map(move |n| (i, n)))
+            {
                 let x = values(n * cols, 7 + n as u32);
                 let mut acts = Acts::default();
-                acts.quantize(&x, n, cols);
+                acts.quantize_for(isa, &x, n, cols);
                 let mut y = vec![0f32; n * rows];
-                matmul(&[&m], &acts, &mut [&mut y]);
+                matmul_with(isa, &[&m], &acts, &mut [&mut y]);
                 let xt = Tensor::from_vec(x.clone(), (n, cols), &Device::Cpu).unwrap();
                 let yc = candle.forward(&xt).unwrap().flatten_all().unwrap();
                 let yc = yc.to_vec1::<f32>().unwrap();
@@ -568,7 +592,7 @@ mod tests {
                         let got = y[t * rows + r] as f64;
                         assert!(
                             (got - exact).abs() <= 0.01 * norm,
-                            "{stored:?} n={n} ({t},{r}): {got} vs {exact} (candle {})",
+                            "{isa:?} {stored:?} n={n} ({t},{r}): {got} vs {exact} (candle {})",
                             yc[t * rows + r]
                         );
                     }

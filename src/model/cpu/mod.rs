@@ -21,6 +21,33 @@ use super::gguf::{ModelError, Result};
 use super::kv_cache::KvCache;
 use matmul::{Acts, QMatrix};
 
+/// Runs `f` compiled for the best vector instructions this CPU has (AVX-512, else AVX2 with
+/// FMA, else the build's baseline), picked at run time: the plain-Rust loops of the forward
+/// pass (attention, norms, quantizing activations) vectorize to whatever they are compiled
+/// for, and one binary must run on any x86-64 CPU.
+#[inline(always)]
+pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use kernels::Isa;
+        #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")]
+        unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        match Isa::detect() {
+            // SAFETY: `Isa::detect` found these features on this CPU.
+            Isa::Avx512Vnni => return unsafe { avx512(f) },
+            Isa::Avx2 => return unsafe { avx2(f) },
+            Isa::Scalar => {}
+        }
+    }
+    f()
+}
+
 /// One decoder block's weights.
 pub(crate) struct HostBlock {
     pub attn_norm: Vec<f32>,
@@ -79,14 +106,16 @@ fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
     let e = w.len();
     let o = SendPtr(out.as_mut_ptr());
     pool::for_rows(x.len() / e, &|t| {
-        let xr = &x[t * e..(t + 1) * e];
-        // SAFETY: row t of `out` is written by this piece only.
-        let or = unsafe { std::slice::from_raw_parts_mut(o.at(t * e), e) };
-        let ss: f32 = xr.iter().map(|v| v * v).sum();
-        let scale = 1.0 / (ss / e as f32 + eps).sqrt();
-        for ((o, &v), &g) in or.iter_mut().zip(xr).zip(w) {
-            *o = v * scale * g;
-        }
+        vectorized(|| {
+            let xr = &x[t * e..(t + 1) * e];
+            // SAFETY: row t of `out` is written by this piece only.
+            let or = unsafe { std::slice::from_raw_parts_mut(o.at(t * e), e) };
+            let ss: f32 = xr.iter().map(|v| v * v).sum();
+            let scale = 1.0 / (ss / e as f32 + eps).sqrt();
+            for ((o, &v), &g) in or.iter_mut().zip(xr).zip(w) {
+                *o = v * scale * g;
+            }
+        })
     });
 }
 
@@ -95,11 +124,13 @@ fn swiglu(gate: &mut [f32], up: &[f32], n: usize) {
     let width = gate.len() / n;
     let g = SendPtr(gate.as_mut_ptr());
     pool::for_rows(n, &|t| {
-        // SAFETY: row t of `gate` is written by this piece only.
-        let gr = unsafe { std::slice::from_raw_parts_mut(g.at(t * width), width) };
-        for (g, &u) in gr.iter_mut().zip(&up[t * width..(t + 1) * width]) {
-            *g = *g / (1.0 + (-*g).exp()) * u;
-        }
+        vectorized(|| {
+            // SAFETY: row t of `gate` is written by this piece only.
+            let gr = unsafe { std::slice::from_raw_parts_mut(g.at(t * width), width) };
+            for (g, &u) in gr.iter_mut().zip(&up[t * width..(t + 1) * width]) {
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+        })
     });
 }
 
@@ -174,39 +205,41 @@ fn attention_rows(
     let scale = 1.0 / (hd as f32).sqrt();
     let optr = SendPtr(out.as_mut_ptr());
     let one = |item: usize| {
-        let (i, h) = (item / nh, item % nh);
-        let kvh = h / group;
-        let len = pos + i + 1;
-        let qv = &q[i * nh * hd + h * hd..][..hd];
-        // SAFETY: item (i, h) alone writes out[i·nh·hd + h·hd ..][..hd].
-        let o = unsafe { std::slice::from_raw_parts_mut(optr.at(i * nh * hd + h * hd), hd) };
-        SCORES.with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len() < len {
-                s.resize(len, 0.0);
-            }
-            let scores = &mut s[..len];
-            let mut max = f32::NEG_INFINITY;
-            for (j, sc) in scores.iter_mut().enumerate() {
-                let kv = &keys[j * stride + kvh * hd..][..hd];
-                *sc = dot_f32(qv, kv) * scale;
-                max = max.max(*sc);
-            }
-            let mut sum = 0f32;
-            for sc in scores.iter_mut() {
-                *sc = (*sc - max).exp();
-                sum += *sc;
-            }
-            let inv = 1.0 / sum;
-            o.fill(0.0);
-            for (j, &p) in scores.iter().enumerate() {
-                let w = p * inv;
-                let vv = &values[j * stride + kvh * hd..][..hd];
-                for (a, &b) in o.iter_mut().zip(vv) {
-                    *a += w * b;
+        vectorized(|| {
+            let (i, h) = (item / nh, item % nh);
+            let kvh = h / group;
+            let len = pos + i + 1;
+            let qv = &q[i * nh * hd + h * hd..][..hd];
+            // SAFETY: item (i, h) alone writes out[i·nh·hd + h·hd ..][..hd].
+            let o = unsafe { std::slice::from_raw_parts_mut(optr.at(i * nh * hd + h * hd), hd) };
+            SCORES.with(|s| {
+                let mut s = s.borrow_mut();
+                if s.len() < len {
+                    s.resize(len, 0.0);
                 }
-            }
-        });
+                let scores = &mut s[..len];
+                let mut max = f32::NEG_INFINITY;
+                for (j, sc) in scores.iter_mut().enumerate() {
+                    let kv = &keys[j * stride + kvh * hd..][..hd];
+                    *sc = dot_f32(qv, kv) * scale;
+                    max = max.max(*sc);
+                }
+                let mut sum = 0f32;
+                for sc in scores.iter_mut() {
+                    *sc = (*sc - max).exp();
+                    sum += *sc;
+                }
+                let inv = 1.0 / sum;
+                o.fill(0.0);
+                for (j, &p) in scores.iter().enumerate() {
+                    let w = p * inv;
+                    let vv = &values[j * stride + kvh * hd..][..hd];
+                    for (a, &b) in o.iter_mut().zip(vv) {
+                        *a += w * b;
+                    }
+                }
+            });
+        })
     };
     pool::global().run(n * nh, &one);
 }
@@ -247,94 +280,97 @@ fn attention_tiled<const HD: usize>(
     let tiles = n.div_ceil(QUERY_TILE);
     let optr = SendPtr(out.as_mut_ptr());
     let piece = |item: usize| {
-        let (h, tile) = (item % nh, item / nh);
-        let kvh = h / group;
-        let i0 = tile * QUERY_TILE;
-        let i1 = (i0 + QUERY_TILE).min(n);
-        let len = pos + i1; // keys the last query of the tile sees
-        let blocks = len.div_ceil(KEY_LANES);
-        TILE.with(|buf| {
-            let mut buf = buf.borrow_mut();
-            let (kt, scores) = &mut *buf;
-            kt.resize(blocks * HD * KEY_LANES, 0.0);
-            scores.resize(QUERY_TILE * blocks * KEY_LANES, 0.0);
-            // Keys transposed: block b holds, for each dimension d, keys 16b..16b+16.
-            for b in 0..blocks {
-                let dst = &mut kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
-                for l in 0..KEY_LANES {
-                    let j = b * KEY_LANES + l;
-                    if j < len {
-                        let k = &keys[j * stride + kvh * HD..][..HD];
-                        for d in 0..HD {
-                            dst[d * KEY_LANES + l] = k[d];
-                        }
-                    } else {
-                        for d in 0..HD {
-                            dst[d * KEY_LANES + l] = 0.0;
-                        }
-                    }
-                }
-            }
-            let width = blocks * KEY_LANES;
-            for i in i0..i1 {
-                let qv: &[f32; HD] = q[i * nh * HD + h * HD..][..HD].try_into().unwrap();
-                let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
-                let seen = pos + i + 1;
-                for b in 0..seen.div_ceil(KEY_LANES) {
-                    let kb = &kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
-                    let mut acc = [0f32; KEY_LANES];
-                    for d in 0..HD {
-                        let kd: &[f32; KEY_LANES] =
-                            kb[d * KEY_LANES..(d + 1) * KEY_LANES].try_into().unwrap();
-                        for l in 0..KEY_LANES {
-                            acc[l] += qv[d] * kd[l];
-                        }
-                    }
-                    row[b * KEY_LANES..(b + 1) * KEY_LANES].copy_from_slice(&acc);
-                }
-                // Softmax over the keys this query sees; the rest get weight zero.
-                let mut max = f32::NEG_INFINITY;
-                for s in &mut row[..seen] {
-                    *s *= scale;
-                    max = max.max(*s);
-                }
-                let mut sum = 0f32;
-                for s in &mut row[..seen] {
-                    *s = (*s - max).exp();
-                    sum += *s;
-                }
-                let inv = 1.0 / sum;
-                for s in &mut row[..seen] {
-                    *s *= inv;
-                }
-                row[seen..].fill(0.0);
-            }
-            // Weighted sums of values, four queries at a time.
-            let mut g0 = i0;
-            while g0 < i1 {
-                let g1 = (g0 + QUERY_GROUP).min(i1);
-                let mut acc = [[0f32; HD]; QUERY_GROUP];
-                let last = pos + g1; // keys the group's last query sees
-                for j in 0..last {
-                    let v: &[f32; HD] = values[j * stride + kvh * HD..][..HD].try_into().unwrap();
-                    for (gi, a) in acc.iter_mut().enumerate().take(g1 - g0) {
-                        let p = scores[(g0 + gi - i0) * width + j];
-                        for d in 0..HD {
-                            a[d] += p * v[d];
+        vectorized(|| {
+            let (h, tile) = (item % nh, item / nh);
+            let kvh = h / group;
+            let i0 = tile * QUERY_TILE;
+            let i1 = (i0 + QUERY_TILE).min(n);
+            let len = pos + i1; // keys the last query of the tile sees
+            let blocks = len.div_ceil(KEY_LANES);
+            TILE.with(|buf| {
+                let mut buf = buf.borrow_mut();
+                let (kt, scores) = &mut *buf;
+                kt.resize(blocks * HD * KEY_LANES, 0.0);
+                scores.resize(QUERY_TILE * blocks * KEY_LANES, 0.0);
+                // Keys transposed: block b holds, for each dimension d, keys 16b..16b+16.
+                for b in 0..blocks {
+                    let dst = &mut kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
+                    for l in 0..KEY_LANES {
+                        let j = b * KEY_LANES + l;
+                        if j < len {
+                            let k = &keys[j * stride + kvh * HD..][..HD];
+                            for d in 0..HD {
+                                dst[d * KEY_LANES + l] = k[d];
+                            }
+                        } else {
+                            for d in 0..HD {
+                                dst[d * KEY_LANES + l] = 0.0;
+                            }
                         }
                     }
                 }
-                for (gi, a) in acc.iter().enumerate().take(g1 - g0) {
-                    let i = g0 + gi;
-                    // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
-                    let o = unsafe {
-                        std::slice::from_raw_parts_mut(optr.at(i * nh * HD + h * HD), HD)
-                    };
-                    o.copy_from_slice(a);
+                let width = blocks * KEY_LANES;
+                for i in i0..i1 {
+                    let qv: &[f32; HD] = q[i * nh * HD + h * HD..][..HD].try_into().unwrap();
+                    let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
+                    let seen = pos + i + 1;
+                    for b in 0..seen.div_ceil(KEY_LANES) {
+                        let kb = &kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
+                        let mut acc = [0f32; KEY_LANES];
+                        for d in 0..HD {
+                            let kd: &[f32; KEY_LANES] =
+                                kb[d * KEY_LANES..(d + 1) * KEY_LANES].try_into().unwrap();
+                            for l in 0..KEY_LANES {
+                                acc[l] += qv[d] * kd[l];
+                            }
+                        }
+                        row[b * KEY_LANES..(b + 1) * KEY_LANES].copy_from_slice(&acc);
+                    }
+                    // Softmax over the keys this query sees; the rest get weight zero.
+                    let mut max = f32::NEG_INFINITY;
+                    for s in &mut row[..seen] {
+                        *s *= scale;
+                        max = max.max(*s);
+                    }
+                    let mut sum = 0f32;
+                    for s in &mut row[..seen] {
+                        *s = (*s - max).exp();
+                        sum += *s;
+                    }
+                    let inv = 1.0 / sum;
+                    for s in &mut row[..seen] {
+                        *s *= inv;
+                    }
+                    row[seen..].fill(0.0);
                 }
-                g0 = g1;
-            }
-        });
+                // Weighted sums of values, four queries at a time.
+                let mut g0 = i0;
+                while g0 < i1 {
+                    let g1 = (g0 + QUERY_GROUP).min(i1);
+                    let mut acc = [[0f32; HD]; QUERY_GROUP];
+                    let last = pos + g1; // keys the group's last query sees
+                    for j in 0..last {
+                        let v: &[f32; HD] =
+                            values[j * stride + kvh * HD..][..HD].try_into().unwrap();
+                        for (gi, a) in acc.iter_mut().enumerate().take(g1 - g0) {
+                            let p = scores[(g0 + gi - i0) * width + j];
+                            for d in 0..HD {
+                                a[d] += p * v[d];
+                            }
+                        }
+                    }
+                    for (gi, a) in acc.iter().enumerate().take(g1 - g0) {
+                        let i = g0 + gi;
+                        // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
+                        let o = unsafe {
+                            std::slice::from_raw_parts_mut(optr.at(i * nh * HD + h * HD), HD)
+                        };
+                        o.copy_from_slice(a);
+                    }
+                    g0 = g1;
+                }
+            });
+        })
     };
     pool::global().run(nh * tiles, &piece);
 }
