@@ -123,6 +123,7 @@ pub struct Q8Row<'a> {
 ///
 /// The scales are rounded to f16 as ggml's Q8_0/Q8_1 activation blocks store them, so that
 /// the results are those of llama.cpp (and of candle) up to the order of float additions.
+#[inline]
 pub fn quantize_row(x: &[f32], qs: &mut [i8], d: &mut [f32], s: &mut [f32]) {
     debug_assert_eq!(x.len() % QK, 0);
     for (b, xb) in x.chunks_exact(QK).enumerate() {
@@ -153,6 +154,7 @@ pub const fn pairs(blocks: usize) -> usize {
 /// value offset by 128 to an unsigned byte, and the two blocks of a pair interleaved four
 /// bytes at a time, so that one 512-bit `vpdpbusd` computes both blocks' sums (even lanes the
 /// first block, odd lanes the second). `dp` and `sp` hold `d` and `s` with a zero pad.
+#[inline]
 pub fn pair_layout(x: &Q8Row, qp: &mut [u8], dp: &mut [f32], sp: &mut [f32]) {
     let blocks = x.d.len();
     for p in 0..pairs(blocks) {
@@ -316,22 +318,31 @@ pub unsafe fn prepack_row(
     );
 }
 
-/// A prepacked row ([`prepack_row`]) against `T` tokens in the pair layout.
+/// `R` prepacked rows ([`prepack_row`], given as `(w, dw, mw)`) against `T` tokens in the
+/// pair layout; returns `[row][token]`.
 ///
 /// # Safety
 /// As for [`prepack_row`]; `x` must carry the pair layout of `pairs` pairs per token.
-pub unsafe fn dot_prepacked<const T: usize>(
-    w: &[V512],
-    dw: &[f32],
-    mw: &[f32],
+pub unsafe fn dot_prepacked<const R: usize, const T: usize>(
+    rows: [(&[V512], &[f32], &[f32]); R],
     pairs: usize,
     offset: bool,
     x: &XPtrs<T>,
-) -> [f32; T] {
+) -> [[f32; T]; R] {
     #[cfg(target_arch = "x86_64")]
-    return x86::dot_prepacked(w.as_ptr(), dw.as_ptr(), mw.as_ptr(), pairs, offset, x);
+    return x86::dot_prepacked::<R, T>(
+        rows.map(|r| r.0.as_ptr()),
+        rows.map(|r| r.1.as_ptr()),
+        rows.map(|r| r.2.as_ptr()),
+        pairs,
+        offset,
+        x,
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("prepacked rows exist only with AVX-512: {w:p} {dw:p} {mw:p} {pairs} {offset}");
+    unreachable!(
+        "prepacked rows exist only with AVX-512: {pairs} {offset} {}",
+        rows.len()
+    );
 }
 
 unsafe fn dot_scalar_raw<const T: usize>(
@@ -718,52 +729,64 @@ mod x86 {
             _mm512_store_si512(w.add(2 * pair) as *mut _, wv);
             _mm512_store_si512(w.add(2 * pair + 1) as *mut _, init);
             (dw.add(2 * pair) as *mut f64).write_unaligned(_mm_cvtsd_f64(_mm_castps_pd(d)));
+            // Divided by 8: the kernel adds the offset term once per lane pair.
+            let m = _mm_mul_ps(m, _mm_set1_ps(0.125));
             (mw.add(2 * pair) as *mut f64).write_unaligned(_mm_cvtsd_f64(_mm_castps_pd(m)));
         }
     }
 
-    /// See [`super::dot_prepacked`].
-    #[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
+    /// See [`super::dot_prepacked`]: `R` rows against `T` tokens, sharing each token's
+    /// loads between the rows. The minimums were stored divided by 8 ([`prepack`]), so the
+    /// offset term, repeated in all eight lane pairs, goes into the same accumulator.
+    #[allow(clippy::needless_range_loop)] // `r`, `t` index several arrays at once
     #[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
-    pub(super) unsafe fn dot_prepacked<const T: usize>(
-        w: *const V512,
-        dw: *const f32,
-        mw: *const f32,
+    pub(super) unsafe fn dot_prepacked<const R: usize, const T: usize>(
+        w: [*const V512; R],
+        dw: [*const f32; R],
+        mw: [*const f32; R],
         pairs: usize,
         offset: bool,
         x: &XPtrs<T>,
-    ) -> [f32; T] {
-        let mut acc = [_mm512_setzero_ps(); T];
-        let mut off = [_mm512_setzero_ps(); T];
+    ) -> [[f32; T]; R] {
+        let mut acc = [[_mm512_setzero_ps(); T]; R];
+        let pair2 = |p: *const f32, pair: usize| {
+            _mm512_castpd_ps(_mm512_set1_pd(
+                (p.add(2 * pair) as *const f64).read_unaligned(),
+            ))
+        };
         for pair in 0..pairs {
-            let wv = _mm512_load_si512(w.add(2 * pair) as *const _);
-            let init = _mm512_load_si512(w.add(2 * pair + 1) as *const _);
-            let d = _mm512_castpd_ps(_mm512_set1_pd(
-                (dw.add(2 * pair) as *const f64).read_unaligned(),
-            ));
+            let wv: [__m512i; R] =
+                std::array::from_fn(|r| _mm512_load_si512(w[r].add(2 * pair) as *const _));
+            let init: [__m512i; R] =
+                std::array::from_fn(|r| _mm512_load_si512(w[r].add(2 * pair + 1) as *const _));
+            let d: [__m512; R] = std::array::from_fn(|r| pair2(dw[r], pair));
             for t in 0..T {
                 let xu = _mm512_loadu_si512(x.qp[t].add(pair * 64) as *const _);
-                let sum = _mm512_dpbusd_epi32(init, xu, wv);
-                let dx = _mm512_castpd_ps(_mm512_set1_pd(
-                    (x.dp[t].add(2 * pair) as *const f64).read_unaligned(),
-                ));
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, dx), acc[t]);
+                let dx = pair2(x.dp[t], pair);
+                for r in 0..R {
+                    let sum = _mm512_dpbusd_epi32(init[r], xu, wv[r]);
+                    acc[r][t] = _mm512_fmadd_ps(
+                        _mm512_cvtepi32_ps(sum),
+                        _mm512_mul_ps(d[r], dx),
+                        acc[r][t],
+                    );
+                }
             }
             if offset {
-                let m = _mm512_castpd_ps(_mm512_set1_pd(
-                    (mw.add(2 * pair) as *const f64).read_unaligned(),
-                ));
+                let m: [__m512; R] = std::array::from_fn(|r| pair2(mw[r], pair));
                 for t in 0..T {
-                    let sx = _mm512_castpd_ps(_mm512_set1_pd(
-                        (x.sp[t].add(2 * pair) as *const f64).read_unaligned(),
-                    ));
-                    off[t] = _mm512_fmadd_ps(m, sx, off[t]);
+                    let sx = pair2(x.sp[t], pair);
+                    for r in 0..R {
+                        acc[r][t] = _mm512_fmadd_ps(m[r], sx, acc[r][t]);
+                    }
                 }
             }
         }
-        let mut out = [0f32; T];
-        for t in 0..T {
-            out[t] = _mm512_reduce_add_ps(acc[t]) + _mm512_reduce_add_ps(off[t]) * 0.125;
+        let mut out = [[0f32; T]; R];
+        for r in 0..R {
+            for t in 0..T {
+                out[r][t] = _mm512_reduce_add_ps(acc[r][t]);
+            }
         }
         out
     }

@@ -226,7 +226,8 @@ impl QMatrix {
     }
 
     /// Prefill with AVX-512: rows are unpacked a few at a time into a per-thread buffer that
-    /// stays in cache, and each such group of rows meets every token, eight at a time.
+    /// stays in cache, and each such group of rows meets every token, two rows by four tokens
+    /// at a time.
     ///
     /// # Safety
     /// As for [`QMatrix::rows_into`]; the activations carry the pair layout.
@@ -269,8 +270,7 @@ impl QMatrix {
                 let mut t0 = 0;
                 while t0 < acts.n {
                     let tb = match acts.n - t0 {
-                        8.. => 8,
-                        4..=7 => 4,
+                        4.. => 4,
                         2..=3 => 2,
                         _ => 1,
                     };
@@ -284,17 +284,32 @@ impl QMatrix {
                     macro_rules! tokens {
                         ($t:literal) => {{
                             let x = acts.ptrs::<$t>(t0);
-                            for r in g0..g1 {
-                                let (w, dw, mw) = row(r - g0);
-                                let y = kernels::dot_prepacked::<$t>(w, dw, mw, np, offset, &x);
-                                for (t, v) in y.into_iter().enumerate() {
-                                    *out.add((t0 + t) * stride + r) = v;
+                            let mut r = g0;
+                            // Two rows at a time share each token's loads.
+                            while r + 2 <= g1 {
+                                let y = kernels::dot_prepacked::<2, $t>(
+                                    [row(r - g0), row(r + 1 - g0)],
+                                    np,
+                                    offset,
+                                    &x,
+                                );
+                                for (i, yr) in y.iter().enumerate() {
+                                    for (t, v) in yr.iter().enumerate() {
+                                        *out.add((t0 + t) * stride + r + i) = *v;
+                                    }
+                                }
+                                r += 2;
+                            }
+                            if r < g1 {
+                                let y =
+                                    kernels::dot_prepacked::<1, $t>([row(r - g0)], np, offset, &x);
+                                for (t, v) in y[0].iter().enumerate() {
+                                    *out.add((t0 + t) * stride + r) = *v;
                                 }
                             }
                         }};
                     }
                     match tb {
-                        8 => tokens!(8),
                         4 => tokens!(4),
                         2 => tokens!(2),
                         _ => tokens!(1),
