@@ -123,7 +123,7 @@ pub struct Q8Row<'a> {
 ///
 /// The scales are rounded to f16 as ggml's Q8_0/Q8_1 activation blocks store them, so that
 /// the results are those of llama.cpp (and of candle) up to the order of float additions.
-#[inline]
+#[inline(always)]
 pub fn quantize_row(x: &[f32], qs: &mut [i8], d: &mut [f32], s: &mut [f32]) {
     debug_assert_eq!(x.len() % QK, 0);
     for (b, xb) in x.chunks_exact(QK).enumerate() {
@@ -132,13 +132,25 @@ pub fn quantize_row(x: &[f32], qs: &mut [i8], d: &mut [f32], s: &mut [f32]) {
         let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
         let mut sum = 0i32;
         for (q, &v) in qs[b * QK..(b + 1) * QK].iter_mut().zip(xb) {
-            let r = (v * inv).round() as i32;
+            let r = round_half_away(v * inv) as i32;
             *q = r as i8;
             sum += r;
         }
         let scale = half::f16::from_f32(scale).to_f32();
         d[b] = scale;
         s[b] = half::f16::from_f32(scale * sum as f32).to_f32();
+    }
+}
+
+/// `x.round()` (halves away from zero, as ggml's `roundf`), written with `trunc` so that it
+/// compiles to vector instructions instead of a call to the C library's `roundf`.
+#[inline(always)]
+fn round_half_away(x: f32) -> f32 {
+    let t = x.trunc();
+    if (x - t).abs() >= 0.5 {
+        t + 1f32.copysign(x)
+    } else {
+        t
     }
 }
 
@@ -154,7 +166,7 @@ pub const fn pairs(blocks: usize) -> usize {
 /// value offset by 128 to an unsigned byte, and the two blocks of a pair interleaved four
 /// bytes at a time, so that one 512-bit `vpdpbusd` computes both blocks' sums (even lanes the
 /// first block, odd lanes the second). `dp` and `sp` hold `d` and `s` with a zero pad.
-#[inline]
+#[inline(always)]
 pub fn pair_layout(x: &Q8Row, qp: &mut [u8], dp: &mut [f32], sp: &mut [f32]) {
     let blocks = x.d.len();
     for p in 0..pairs(blocks) {
@@ -947,6 +959,32 @@ mod tests {
             for isa in Isa::all_supported() {
                 assert_eq!(dot(isa, format, &w, &x)[0], want, "{isa:?} {format:?}");
             }
+        }
+    }
+
+    #[test]
+    fn rounding_matches_the_c_library_on_halves_and_near_halves() {
+        for x in [
+            0.0f32,
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            2.5,
+            0.49999997,
+            -0.49999997,
+            126.5,
+            -127.49,
+            3.0,
+            -0.0,
+            1e-9,
+        ] {
+            assert_eq!(round_half_away(x), x.round(), "{x}");
+        }
+        let mut rng = Rng(11);
+        for _ in 0..100_000 {
+            let x = rng.unit() * 130.0;
+            assert_eq!(round_half_away(x), x.round(), "{x}");
         }
     }
 

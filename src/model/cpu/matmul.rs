@@ -348,6 +348,25 @@ impl QMatrix {
     }
 }
 
+super::multiversion! {
+    /// One row of [`Acts::quantize_for`]: the plain layout, then the pair layout when `qp`
+    /// is not empty.
+    fn quantize_token(
+        x: &[f32],
+        qs: &mut [i8],
+        d: &mut [f32],
+        s: &mut [f32],
+        qp: &mut [u8],
+        dp: &mut [f32],
+        sp: &mut [f32],
+    ) {
+        kernels::quantize_row(x, qs, d, s);
+        if !qp.is_empty() {
+            kernels::pair_layout(&Q8Row { qs, d, s }, qp, dp, sp);
+        }
+    }
+}
+
 /// Raw pointers to the buffers of [`Acts`], for filling rows in parallel.
 struct RowOut {
     qs: *mut i8,
@@ -433,28 +452,22 @@ impl Acts {
         };
         let out = &out; // captured whole (it is Sync), not field by field
         let one = |t: usize| {
-            super::vectorized(|| {
-                // SAFETY: row t's parts of every buffer, sized above; each row is written by one
-                // piece of work only.
-                unsafe {
-                    let qs = std::slice::from_raw_parts_mut(out.qs.add(t * cols), cols);
-                    let d = std::slice::from_raw_parts_mut(out.d.add(t * nb), nb);
-                    let s = std::slice::from_raw_parts_mut(out.s.add(t * nb), nb);
-                    kernels::quantize_row(&x[t * cols..(t + 1) * cols], qs, d, s);
-                    if np > 0 {
-                        let row = Q8Row { qs, d, s };
-                        kernels::pair_layout(
-                            &row,
-                            std::slice::from_raw_parts_mut(
-                                out.qp.add(t * np * kernels::PAIR_BYTES),
-                                np * kernels::PAIR_BYTES,
-                            ),
-                            std::slice::from_raw_parts_mut(out.dp.add(t * np * 2), np * 2),
-                            std::slice::from_raw_parts_mut(out.sp.add(t * np * 2), np * 2),
-                        );
-                    }
-                }
-            })
+            // SAFETY: row t's parts of every buffer, sized above; each row is written by one
+            // piece of work only.
+            unsafe {
+                quantize_token(
+                    &x[t * cols..(t + 1) * cols],
+                    std::slice::from_raw_parts_mut(out.qs.add(t * cols), cols),
+                    std::slice::from_raw_parts_mut(out.d.add(t * nb), nb),
+                    std::slice::from_raw_parts_mut(out.s.add(t * nb), nb),
+                    std::slice::from_raw_parts_mut(
+                        out.qp.add(t * np * kernels::PAIR_BYTES),
+                        np * kernels::PAIR_BYTES,
+                    ),
+                    std::slice::from_raw_parts_mut(out.dp.add(t * np * 2), np * 2),
+                    std::slice::from_raw_parts_mut(out.sp.add(t * np * 2), np * 2),
+                )
+            }
         };
         super::pool::for_rows(n, &one);
     }

@@ -13,40 +13,58 @@
 //! reused, so decoding a token allocates only the returned logits.
 
 pub mod kernels;
-pub mod matmul;
-pub mod pool;
 
 use super::arch::{RopeStyle, TransformerConfig};
 use super::gguf::{ModelError, Result};
 use super::kv_cache::KvCache;
 use matmul::{Acts, QMatrix};
 
-/// Runs `f` compiled for the best vector instructions this CPU has (AVX-512, else AVX2 with
-/// FMA, else the build's baseline), picked at run time: the plain-Rust loops of the forward
-/// pass (attention, norms, quantizing activations) vectorize to whatever they are compiled
-/// for, and one binary must run on any x86-64 CPU.
-#[inline(always)]
-pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use kernels::Isa;
-        #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")]
-        unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
-            f()
+/// Defines a function whose body is compiled three times: for AVX-512, for AVX2 with FMA,
+/// and for the build's baseline, the copy picked at run time from [`kernels::Isa::detect`].
+/// The plain-Rust loops of the forward pass (attention, norms, quantizing activations)
+/// vectorize to whatever they are compiled for, and one binary must run on any x86-64 CPU.
+/// The body is an `#[inline(always)]` function, so it is compiled inside each copy; what it
+/// calls should be inlined too (closures, iterators) or have its own dispatch (the kernels).
+macro_rules! multiversion {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident $(<const $c:ident: usize>)?
+        ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
+        $vis fn $name $(<const $c: usize>)? ($($arg: $ty),*) $(-> $ret)? {
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            fn inner $(<const $c: usize>)? ($($arg: $ty),*) $(-> $ret)? $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn v512 $(<const $c: usize>)? ($($arg: $ty),*) $(-> $ret)? {
+                    inner $(::<$c>)? ($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma,f16c")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn v2 $(<const $c: usize>)? ($($arg: $ty),*) $(-> $ret)? {
+                    inner $(::<$c>)? ($($arg),*)
+                }
+                match $crate::model::cpu::kernels::Isa::detect() {
+                    // SAFETY: `Isa::detect` found these features on this CPU.
+                    $crate::model::cpu::kernels::Isa::Avx512Vnni => {
+                        return unsafe { v512 $(::<$c>)? ($($arg),*) }
+                    }
+                    $crate::model::cpu::kernels::Isa::Avx2 => {
+                        return unsafe { v2 $(::<$c>)? ($($arg),*) }
+                    }
+                    $crate::model::cpu::kernels::Isa::Scalar => {}
+                }
+            }
+            inner $(::<$c>)? ($($arg),*)
         }
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
-            f()
-        }
-        match Isa::detect() {
-            // SAFETY: `Isa::detect` found these features on this CPU.
-            Isa::Avx512Vnni => return unsafe { avx512(f) },
-            Isa::Avx2 => return unsafe { avx2(f) },
-            Isa::Scalar => {}
-        }
-    }
-    f()
+    };
 }
+pub(crate) use multiversion;
+
+pub mod matmul;
+pub mod pool;
 
 /// One decoder block's weights.
 pub(crate) struct HostBlock {
@@ -106,17 +124,21 @@ fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
     let e = w.len();
     let o = SendPtr(out.as_mut_ptr());
     pool::for_rows(x.len() / e, &|t| {
-        vectorized(|| {
-            let xr = &x[t * e..(t + 1) * e];
-            // SAFETY: row t of `out` is written by this piece only.
-            let or = unsafe { std::slice::from_raw_parts_mut(o.at(t * e), e) };
-            let ss: f32 = xr.iter().map(|v| v * v).sum();
-            let scale = 1.0 / (ss / e as f32 + eps).sqrt();
-            for ((o, &v), &g) in or.iter_mut().zip(xr).zip(w) {
-                *o = v * scale * g;
-            }
-        })
+        // SAFETY: row t of `out` is written by this piece only.
+        let or = unsafe { std::slice::from_raw_parts_mut(o.at(t * e), e) };
+        norm_row(&x[t * e..(t + 1) * e], w, eps, or);
     });
+}
+
+multiversion! {
+    /// One row of [`rms_norm`].
+    fn norm_row(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+        let ss: f32 = x.iter().map(|v| v * v).sum();
+        let scale = 1.0 / (ss / w.len() as f32 + eps).sqrt();
+        for ((o, &v), &g) in out.iter_mut().zip(x).zip(w) {
+            *o = v * scale * g;
+        }
+    }
 }
 
 /// `gate = silu(gate) · up`, row by row (rows in parallel during prefill).
@@ -124,18 +146,23 @@ fn swiglu(gate: &mut [f32], up: &[f32], n: usize) {
     let width = gate.len() / n;
     let g = SendPtr(gate.as_mut_ptr());
     pool::for_rows(n, &|t| {
-        vectorized(|| {
-            // SAFETY: row t of `gate` is written by this piece only.
-            let gr = unsafe { std::slice::from_raw_parts_mut(g.at(t * width), width) };
-            for (g, &u) in gr.iter_mut().zip(&up[t * width..(t + 1) * width]) {
-                *g = *g / (1.0 + (-*g).exp()) * u;
-            }
-        })
+        // SAFETY: row t of `gate` is written by this piece only.
+        let gr = unsafe { std::slice::from_raw_parts_mut(g.at(t * width), width) };
+        swiglu_row(gr, &up[t * width..(t + 1) * width]);
     });
 }
 
+multiversion! {
+    /// One row of [`swiglu`].
+    fn swiglu_row(gate: &mut [f32], up: &[f32]) {
+        for (g, &u) in gate.iter_mut().zip(up) {
+            *g = *g / (1.0 + (-*g).exp()) * u;
+        }
+    }
+}
+
 /// The dot product of two equal-length slices, in sixteen lanes so that it vectorizes.
-#[inline]
+#[inline(always)]
 fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 16];
     let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
@@ -165,7 +192,7 @@ impl SendPtr {
 }
 
 thread_local! {
-    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCORES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Causal grouped-query attention of `n` new tokens at positions `pos..pos + n` over the
@@ -205,43 +232,62 @@ fn attention_rows(
     let scale = 1.0 / (hd as f32).sqrt();
     let optr = SendPtr(out.as_mut_ptr());
     let one = |item: usize| {
-        vectorized(|| {
-            let (i, h) = (item / nh, item % nh);
-            let kvh = h / group;
-            let len = pos + i + 1;
-            let qv = &q[i * nh * hd + h * hd..][..hd];
-            // SAFETY: item (i, h) alone writes out[i·nh·hd + h·hd ..][..hd].
-            let o = unsafe { std::slice::from_raw_parts_mut(optr.at(i * nh * hd + h * hd), hd) };
-            SCORES.with(|s| {
-                let mut s = s.borrow_mut();
-                if s.len() < len {
-                    s.resize(len, 0.0);
-                }
-                let scores = &mut s[..len];
-                let mut max = f32::NEG_INFINITY;
-                for (j, sc) in scores.iter_mut().enumerate() {
-                    let kv = &keys[j * stride + kvh * hd..][..hd];
-                    *sc = dot_f32(qv, kv) * scale;
-                    max = max.max(*sc);
-                }
-                let mut sum = 0f32;
-                for sc in scores.iter_mut() {
-                    *sc = (*sc - max).exp();
-                    sum += *sc;
-                }
-                let inv = 1.0 / sum;
-                o.fill(0.0);
-                for (j, &p) in scores.iter().enumerate() {
-                    let w = p * inv;
-                    let vv = &values[j * stride + kvh * hd..][..hd];
-                    for (a, &b) in o.iter_mut().zip(vv) {
-                        *a += w * b;
-                    }
-                }
-            });
-        })
+        let (i, h) = (item / nh, item % nh);
+        let kvh = h / group;
+        let len = pos + i + 1;
+        let qv = &q[i * nh * hd + h * hd..][..hd];
+        // SAFETY: item (i, h) alone writes out[i·nh·hd + h·hd ..][..hd].
+        let o = unsafe { std::slice::from_raw_parts_mut(optr.at(i * nh * hd + h * hd), hd) };
+        let mut scores = SCORES.take();
+        scores.resize(len, 0.0);
+        attend_row(
+            qv,
+            keys,
+            values,
+            stride,
+            kvh * hd,
+            scale,
+            &mut scores[..len],
+            o,
+        );
+        SCORES.set(scores);
     };
     pool::global().run(n * nh, &one);
+}
+
+multiversion! {
+    /// One query of one head: scores over `scores.len()` cached keys, softmax, and the
+    /// weighted sum of values into `out`.
+    fn attend_row(
+        q: &[f32],
+        keys: &[f32],
+        values: &[f32],
+        stride: usize,
+        at: usize,
+        scale: f32,
+        scores: &mut [f32],
+        out: &mut [f32],
+    ) {
+        let hd = q.len();
+        let mut max = f32::NEG_INFINITY;
+        for (j, sc) in scores.iter_mut().enumerate() {
+            *sc = dot_f32(q, &keys[j * stride + at..][..hd]) * scale;
+            max = max.max(*sc);
+        }
+        let mut sum = 0f32;
+        for sc in scores.iter_mut() {
+            *sc = (*sc - max).exp();
+            sum += *sc;
+        }
+        let inv = 1.0 / sum;
+        out.fill(0.0);
+        for (j, &p) in scores.iter().enumerate() {
+            let w = p * inv;
+            for (a, &b) in out.iter_mut().zip(&values[j * stride + at..][..hd]) {
+                *a += w * b;
+            }
+        }
+    }
 }
 
 /// New tokens from which prefill attention runs in tiles ([`attention_tiled`]).
@@ -254,9 +300,112 @@ const QUERY_GROUP: usize = 4;
 const KEY_LANES: usize = 16;
 
 thread_local! {
-    /// Per-thread transposed keys and scores of tiled attention.
-    static TILE: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    /// Per-thread transposed keys and scores of tiled attention (taken out while in use).
+    static TILE: std::cell::Cell<(Vec<f32>, Vec<f32>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+multiversion! {
+    /// One piece of [`attention_tiled`]: head `h` (key/value head `kvh`) for queries
+    /// `i0..i1`, with the per-thread buffers `kt` (transposed keys) and `scores`.
+    fn attend_tile<const HD: usize>(
+        q: &[f32],
+        keys: &[f32],
+        values: &[f32],
+        pos: usize,
+        nh: usize,
+        h: usize,
+        kvh: usize,
+        stride: usize,
+        scale: f32,
+        i0: usize,
+        i1: usize,
+        kt: &mut Vec<f32>,
+        scores: &mut Vec<f32>,
+        optr: &SendPtr,
+    ) {
+        let len = pos + i1; // keys the last query of the tile sees
+        let blocks = len.div_ceil(KEY_LANES);
+            kt.resize(blocks * HD * KEY_LANES, 0.0);
+            scores.resize(QUERY_TILE * blocks * KEY_LANES, 0.0);
+            // Keys transposed: block b holds, for each dimension d, keys 16b..16b+16.
+            for b in 0..blocks {
+                let dst = &mut kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
+                for l in 0..KEY_LANES {
+                    let j = b * KEY_LANES + l;
+                    if j < len {
+                        let k = &keys[j * stride + kvh * HD..][..HD];
+                        for d in 0..HD {
+                            dst[d * KEY_LANES + l] = k[d];
+                        }
+                    } else {
+                        for d in 0..HD {
+                            dst[d * KEY_LANES + l] = 0.0;
+                        }
+                    }
+                }
+            }
+            let width = blocks * KEY_LANES;
+            for i in i0..i1 {
+                let qv: &[f32; HD] = q[i * nh * HD + h * HD..][..HD].try_into().unwrap();
+                let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
+                let seen = pos + i + 1;
+                for b in 0..seen.div_ceil(KEY_LANES) {
+                    let kb = &kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
+                    let mut acc = [0f32; KEY_LANES];
+                    for d in 0..HD {
+                        let kd: &[f32; KEY_LANES] =
+                            kb[d * KEY_LANES..(d + 1) * KEY_LANES].try_into().unwrap();
+                        for l in 0..KEY_LANES {
+                            acc[l] += qv[d] * kd[l];
+                        }
+                    }
+                    row[b * KEY_LANES..(b + 1) * KEY_LANES].copy_from_slice(&acc);
+                }
+                // Softmax over the keys this query sees; the rest get weight zero.
+                let mut max = f32::NEG_INFINITY;
+                for s in &mut row[..seen] {
+                    *s *= scale;
+                    max = max.max(*s);
+                }
+                let mut sum = 0f32;
+                for s in &mut row[..seen] {
+                    *s = (*s - max).exp();
+                    sum += *s;
+                }
+                let inv = 1.0 / sum;
+                for s in &mut row[..seen] {
+                    *s *= inv;
+                }
+                row[seen..].fill(0.0);
+            }
+            // Weighted sums of values, four queries at a time.
+            let mut g0 = i0;
+            while g0 < i1 {
+                let g1 = (g0 + QUERY_GROUP).min(i1);
+                let mut acc = [[0f32; HD]; QUERY_GROUP];
+                let last = pos + g1; // keys the group's last query sees
+                for j in 0..last {
+                    let v: &[f32; HD] =
+                        values[j * stride + kvh * HD..][..HD].try_into().unwrap();
+                    for (gi, a) in acc.iter_mut().enumerate().take(g1 - g0) {
+                        let p = scores[(g0 + gi - i0) * width + j];
+                        for d in 0..HD {
+                            a[d] += p * v[d];
+                        }
+                    }
+                }
+                for (gi, a) in acc.iter().enumerate().take(g1 - g0) {
+                    let i = g0 + gi;
+                    // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
+                    let o = unsafe {
+                        std::slice::from_raw_parts_mut(optr.at(i * nh * HD + h * HD), HD)
+                    };
+                    o.copy_from_slice(a);
+                }
+                g0 = g1;
+            }
+    }
 }
 
 /// Prefill attention in tiles: a piece of work is one head and up to [`QUERY_TILE`] query
@@ -280,97 +429,27 @@ fn attention_tiled<const HD: usize>(
     let tiles = n.div_ceil(QUERY_TILE);
     let optr = SendPtr(out.as_mut_ptr());
     let piece = |item: usize| {
-        vectorized(|| {
-            let (h, tile) = (item % nh, item / nh);
-            let kvh = h / group;
-            let i0 = tile * QUERY_TILE;
-            let i1 = (i0 + QUERY_TILE).min(n);
-            let len = pos + i1; // keys the last query of the tile sees
-            let blocks = len.div_ceil(KEY_LANES);
-            TILE.with(|buf| {
-                let mut buf = buf.borrow_mut();
-                let (kt, scores) = &mut *buf;
-                kt.resize(blocks * HD * KEY_LANES, 0.0);
-                scores.resize(QUERY_TILE * blocks * KEY_LANES, 0.0);
-                // Keys transposed: block b holds, for each dimension d, keys 16b..16b+16.
-                for b in 0..blocks {
-                    let dst = &mut kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
-                    for l in 0..KEY_LANES {
-                        let j = b * KEY_LANES + l;
-                        if j < len {
-                            let k = &keys[j * stride + kvh * HD..][..HD];
-                            for d in 0..HD {
-                                dst[d * KEY_LANES + l] = k[d];
-                            }
-                        } else {
-                            for d in 0..HD {
-                                dst[d * KEY_LANES + l] = 0.0;
-                            }
-                        }
-                    }
-                }
-                let width = blocks * KEY_LANES;
-                for i in i0..i1 {
-                    let qv: &[f32; HD] = q[i * nh * HD + h * HD..][..HD].try_into().unwrap();
-                    let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
-                    let seen = pos + i + 1;
-                    for b in 0..seen.div_ceil(KEY_LANES) {
-                        let kb = &kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
-                        let mut acc = [0f32; KEY_LANES];
-                        for d in 0..HD {
-                            let kd: &[f32; KEY_LANES] =
-                                kb[d * KEY_LANES..(d + 1) * KEY_LANES].try_into().unwrap();
-                            for l in 0..KEY_LANES {
-                                acc[l] += qv[d] * kd[l];
-                            }
-                        }
-                        row[b * KEY_LANES..(b + 1) * KEY_LANES].copy_from_slice(&acc);
-                    }
-                    // Softmax over the keys this query sees; the rest get weight zero.
-                    let mut max = f32::NEG_INFINITY;
-                    for s in &mut row[..seen] {
-                        *s *= scale;
-                        max = max.max(*s);
-                    }
-                    let mut sum = 0f32;
-                    for s in &mut row[..seen] {
-                        *s = (*s - max).exp();
-                        sum += *s;
-                    }
-                    let inv = 1.0 / sum;
-                    for s in &mut row[..seen] {
-                        *s *= inv;
-                    }
-                    row[seen..].fill(0.0);
-                }
-                // Weighted sums of values, four queries at a time.
-                let mut g0 = i0;
-                while g0 < i1 {
-                    let g1 = (g0 + QUERY_GROUP).min(i1);
-                    let mut acc = [[0f32; HD]; QUERY_GROUP];
-                    let last = pos + g1; // keys the group's last query sees
-                    for j in 0..last {
-                        let v: &[f32; HD] =
-                            values[j * stride + kvh * HD..][..HD].try_into().unwrap();
-                        for (gi, a) in acc.iter_mut().enumerate().take(g1 - g0) {
-                            let p = scores[(g0 + gi - i0) * width + j];
-                            for d in 0..HD {
-                                a[d] += p * v[d];
-                            }
-                        }
-                    }
-                    for (gi, a) in acc.iter().enumerate().take(g1 - g0) {
-                        let i = g0 + gi;
-                        // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
-                        let o = unsafe {
-                            std::slice::from_raw_parts_mut(optr.at(i * nh * HD + h * HD), HD)
-                        };
-                        o.copy_from_slice(a);
-                    }
-                    g0 = g1;
-                }
-            });
-        })
+        let (h, tile) = (item % nh, item / nh);
+        let i0 = tile * QUERY_TILE;
+        let i1 = (i0 + QUERY_TILE).min(n);
+        let (mut kt, mut scores) = TILE.take();
+        attend_tile::<HD>(
+            q,
+            keys,
+            values,
+            pos,
+            nh,
+            h,
+            h / group,
+            stride,
+            scale,
+            i0,
+            i1,
+            &mut kt,
+            &mut scores,
+            &optr,
+        );
+        TILE.set((kt, scores));
     };
     pool::global().run(nh * tiles, &piece);
 }
