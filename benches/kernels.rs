@@ -85,6 +85,18 @@ fn dots(c: &mut Criterion) {
         d: &d,
         s: &s,
     }];
+    // The AVX-512 kernel reads the pair layout, made once per matmul in cairn.
+    let np = kernels::pairs(blocks);
+    let (mut qp, mut dp, mut sp) = (
+        vec![0u8; np * kernels::PAIR_BYTES],
+        vec![0f32; 2 * np],
+        vec![0f32; 2 * np],
+    );
+    kernels::pair_layout(&row[0], &mut qp, &mut dp, &mut sp);
+    let mut ptrs = kernels::XPtrs::new(&row);
+    ptrs.qp[0] = qp.as_ptr();
+    ptrs.dp[0] = dp.as_ptr();
+    ptrs.sp[0] = sp.as_ptr();
     for (format, stored) in [
         (Format::Q4_1, Stored::Q4_1),
         (Format::Q5_0, Stored::Q5_0),
@@ -96,7 +108,9 @@ fn dots(c: &mut Criterion) {
         for isa in Isa::all_supported() {
             let id = format!("{format:?}/{}", isa.name());
             group.bench_function(BenchmarkId::from_parameter(id), |b| {
-                b.iter(|| kernels::dot(isa, format, &raw, &row))
+                // SAFETY: `isa` is supported; the row and activations hold `blocks` blocks,
+                // the pair layout included.
+                b.iter(|| unsafe { kernels::dot_raw(isa, format, raw.as_ptr(), blocks, &ptrs) })
             });
         }
     }
