@@ -672,6 +672,25 @@ mod x86 {
         )
     }
 
+    /// Pair `pair` of a row of `blocks` blocks ([`pair_weights`]) and the start of its sums,
+    /// −128·Σweights per lane, which cancels the +128 offset of the activations.
+    #[inline(always)]
+    unsafe fn weights_and_start(
+        format: Format,
+        p: *const u8,
+        bb: usize,
+        pair: usize,
+        blocks: usize,
+    ) -> (__m512i, __m512i, __m128, __m128) {
+        let (w, d, m) = pair_weights(format, p.add(2 * pair * bb), 2 * pair + 1 < blocks);
+        let plus128 = _mm512_set1_epi8(0x80u8 as i8);
+        let init = _mm512_sub_epi32(
+            _mm512_setzero_si512(),
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), plus128, w),
+        );
+        (w, init, d, m)
+    }
+
     /// The AVX-512 kernel on the pair layout: per pair of blocks and token, one `vpdpbusd`
     /// (activations + 128 as unsigned bytes times signed weights, started from
     /// −128·Σweights so the sum is exact), one conversion and one fused multiply-add.
@@ -686,14 +705,8 @@ mod x86 {
         let offset = format == Format::Q4_1;
         let mut acc = [_mm512_setzero_ps(); T];
         let mut off = [_mm512_setzero_ps(); T];
-        let minus128 = _mm512_set1_epi8(0x80u8 as i8);
         for pair in 0..blocks.div_ceil(2) {
-            let second = 2 * pair + 1 < blocks;
-            let (w, d, m) = pair_weights(format, p.add(2 * pair * bb), second);
-            let init = _mm512_sub_epi32(
-                _mm512_setzero_si512(),
-                _mm512_dpbusd_epi32(_mm512_setzero_si512(), minus128, w),
-            );
+            let (w, init, d, m) = weights_and_start(format, p, bb, pair, blocks);
             let dw = _mm512_broadcast_f32x2(d);
             let mw = _mm512_broadcast_f32x2(m);
             for t in 0..T {
@@ -730,14 +743,8 @@ mod x86 {
         mw: *mut f32,
     ) {
         let bb = format.block_bytes();
-        let minus128 = _mm512_set1_epi8(0x80u8 as i8);
         for pair in 0..blocks.div_ceil(2) {
-            let second = 2 * pair + 1 < blocks;
-            let (wv, d, m) = pair_weights(format, p.add(2 * pair * bb), second);
-            let init = _mm512_sub_epi32(
-                _mm512_setzero_si512(),
-                _mm512_dpbusd_epi32(_mm512_setzero_si512(), minus128, wv),
-            );
+            let (wv, init, d, m) = weights_and_start(format, p, bb, pair, blocks);
             _mm512_store_si512(w.add(2 * pair) as *mut _, wv);
             _mm512_store_si512(w.add(2 * pair + 1) as *mut _, init);
             (dw.add(2 * pair) as *mut f64).write_unaligned(_mm_cvtsd_f64(_mm_castps_pd(d)));
