@@ -530,54 +530,52 @@ mod x86 {
         _mm_cvtss_f32(s)
     }
 
-    macro_rules! kernel {
-        ($name:ident, $features:literal, $vnni:expr, $dot:ident) => {
-            #[target_feature(enable = $features)]
-            pub(super) unsafe fn $name<const T: usize>(
-                format: Format,
-                p: *const u8,
-                blocks: usize,
-                x: &XPtrs<T>,
-            ) -> [f32; T] {
-                let bb = format.block_bytes();
-                let signed = format != Format::Q4_1;
-                let mut acc = [_mm256_setzero_ps(); T];
-                let mut offset = [0f32; T];
-                for b in 0..blocks {
-                    let u = unpack(format, p.add(b * bb), $vnni);
-                    let aw = if signed {
-                        _mm256_sign_epi8(u.q, u.q)
-                    } else {
-                        u.q
-                    };
-                    for t in 0..T {
-                        let v = _mm256_loadu_si256(x.qs[t].add(b * QK) as *const __m256i);
-                        let v = if signed { _mm256_sign_epi8(v, u.q) } else { v };
-                        let sum = $dot(aw, v);
-                        let scale = _mm256_set1_ps(u.d * *x.d[t].add(b));
-                        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[t]);
-                        if !signed {
-                            offset[t] += u.m * *x.s[t].add(b);
-                        }
-                    }
+    /// The AVX2 kernel: one block at a time in 256-bit registers; signed weights (Q5_0,
+    /// Q8_0) go through the `abs`/`sign` trick, Q4_1's unsigned ones add their offset.
+    #[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_avx2<const T: usize>(
+        format: Format,
+        p: *const u8,
+        blocks: usize,
+        x: &XPtrs<T>,
+    ) -> [f32; T] {
+        let bb = format.block_bytes();
+        let signed = format != Format::Q4_1;
+        let mut acc = [_mm256_setzero_ps(); T];
+        let mut offset = [0f32; T];
+        for b in 0..blocks {
+            let u = unpack(format, p.add(b * bb), false);
+            let aw = if signed {
+                _mm256_sign_epi8(u.q, u.q)
+            } else {
+                u.q
+            };
+            for t in 0..T {
+                let v = _mm256_loadu_si256(x.qs[t].add(b * QK) as *const __m256i);
+                let v = if signed { _mm256_sign_epi8(v, u.q) } else { v };
+                let sum = dot_bytes_avx2(aw, v);
+                let scale = _mm256_set1_ps(u.d * *x.d[t].add(b));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[t]);
+                if !signed {
+                    offset[t] += u.m * *x.s[t].add(b);
                 }
-                let mut out = [0f32; T];
-                for t in 0..T {
-                    out[t] = hsum(acc[t]) + offset[t];
-                }
-                out
             }
-        };
+        }
+        let mut out = [0f32; T];
+        for t in 0..T {
+            out[t] = hsum(acc[t]) + offset[t];
+        }
+        out
     }
 
-    /// Unsigned × signed bytes summed in groups of four into eight i32 lanes. The pairwise i16 sums cannot saturate: weights are at most 128
-    /// in magnitude and activations at most 127 (2 · 128 · 127 < 32767).
+    /// Unsigned × signed bytes summed in groups of four into eight i32 lanes. The pairwise
+    /// i16 sums cannot saturate: weights are at most 128 in magnitude and activations at most
+    /// 127 (2 · 128 · 127 < 32767).
     #[inline(always)]
     unsafe fn dot_bytes_avx2(u: __m256i, s: __m256i) -> __m256i {
         _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
     }
-
-    kernel!(dot_avx2, "avx2,fma,f16c", false, dot_bytes_avx2);
 
     /// Two weight blocks as one 512-bit vector of signed bytes, interleaved four bytes at a
     /// time like the activations' pair layout, with `[d0, d1, ·, ·]` and `[m0, m1, ·, ·]`;
