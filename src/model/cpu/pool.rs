@@ -71,7 +71,7 @@ pub fn global() -> &'static Pool {
 
 impl Pool {
     /// A pool of `threads` threads in all: the caller of [`Pool::run`] and `threads - 1`
-    /// workers.
+    /// workers (fewer, with a warning on stderr, if the system refuses to start them).
     pub fn new(threads: usize) -> Pool {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {
@@ -83,14 +83,28 @@ impl Pool {
             wake: Condvar::new(),
             busy: AtomicBool::new(false),
         });
+        let mut started = 1;
         for i in 1..threads {
             let s = shared.clone();
-            std::thread::Builder::new()
+            match std::thread::Builder::new()
                 .name(format!("cairn-cpu-{i}"))
                 .spawn(move || worker(&s))
-                .expect("spawning a worker thread");
+            {
+                Ok(_) => started += 1,
+                Err(e) => {
+                    // Fewer threads is slower, not wrong: say so and go on with those started.
+                    eprintln!(
+                        "cairn: could not start CPU thread {} of {threads} ({e}); running on {started}",
+                        i + 1
+                    );
+                    break;
+                }
+            }
         }
-        Pool { shared, threads }
+        Pool {
+            shared,
+            threads: started,
+        }
     }
 
     /// Threads in all, the caller included.
