@@ -123,8 +123,13 @@ pub struct Config {
     pub memory_decay: f64,
     /// The database of the sql tool; `None` leaves the tool out.
     pub db: Option<PathBuf>,
+    /// Whether the user named the memory file (`--memory`, `CAIRN_MEMORY`): its folder is
+    /// then not created for them.
+    pub memory_named: bool,
     /// The search index file.
     pub index: PathBuf,
+    /// Whether the user named the index file (`--index`, `CAIRN_INDEX`).
+    pub index_named: bool,
     /// The manifest of user-declared tools, if any.
     pub tools: Option<PathBuf>,
 }
@@ -198,9 +203,11 @@ impl Default for Config {
             engine: crate::model::arch::Engine::default(),
             verbosity: Verbosity::Normal,
             memory: Config::default_memory(),
+            memory_named: env_nonempty("CAIRN_MEMORY").is_some(),
             memory_decay: crate::memory::DEFAULT_DECAY,
             db: env_nonempty("CAIRN_DB").map(PathBuf::from),
             index: Config::default_index(),
+            index_named: env_nonempty("CAIRN_INDEX").is_some(),
             tools: env_nonempty("CAIRN_TOOLS").map(PathBuf::from),
         }
     }
@@ -221,4 +228,47 @@ pub fn env_flag(name: &str) -> bool {
             )
         })
         .unwrap_or(false)
+}
+
+/// The most threads (or parallel jobs) cairn accepts: four per core, and never more than
+/// 1024. More cannot make a forward pass faster and only exhaust the machine (a `--threads
+/// 100000` once started thousands of threads and never finished).
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    cores.saturating_mul(4).min(1024)
+}
+
+/// Checks a thread or job count given by the user as `what` (a flag or variable name): at
+/// least 1 and at most [`max_threads`].
+pub fn check_threads(what: &str, n: usize) -> Result<usize, String> {
+    let max = max_threads();
+    if n == 0 {
+        return Err(format!("{what} must be at least 1"));
+    }
+    if n > max {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        return Err(format!(
+            "{what} is {n}: at most {max} (four per core; this machine has {cores} cores)"
+        ));
+    }
+    Ok(n)
+}
+
+/// The longest wall-clock limit a flag may set: one week. A larger number is almost
+/// certainly a typo, and a duration past what the clock can add would panic.
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// Turns a number of seconds given by the user as `what` (a flag name) into a duration:
+/// finite, above 0 and at most [`MAX_SECONDS`]; the error names the flag and the bounds.
+pub fn seconds(what: &str, secs: f64) -> Result<std::time::Duration, String> {
+    if !(secs.is_finite() && secs > 0.0 && secs <= MAX_SECONDS) {
+        return Err(format!(
+            "{what} is {secs:?}: give a number of seconds above 0 and at most {MAX_SECONDS} (one week)"
+        ));
+    }
+    std::time::Duration::try_from_secs_f64(secs).map_err(|e| format!("{what} is {secs:?}: {e}"))
 }

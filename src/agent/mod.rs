@@ -154,7 +154,8 @@ impl StopReason {
         }
     }
 
-    /// Whether the task ended with an answer (exit code 0).
+    /// Whether a task that stopped this way may have an answer (see
+    /// [`AgentResult::answered`], which also needs the answer to be there).
     pub fn answered(self) -> bool {
         matches!(
             self,
@@ -237,6 +238,12 @@ pub struct AgentResult {
 }
 
 impl AgentResult {
+    /// Whether the task ended with an answer for the user: a stop that may carry one and a
+    /// non-empty answer (a round limit reached while the last step was cut off has none).
+    pub fn answered(&self) -> bool {
+        self.stop_reason.answered() && !self.answer.trim().is_empty()
+    }
+
     /// The result of a task that has just started: nothing done yet, stop reason `error`
     /// until the loop sets the real one.
     pub fn started(session: Option<&str>) -> Self {

@@ -6,6 +6,7 @@
 //! own argument struct, never the raw `Cli`.
 
 pub mod commands;
+pub mod outputs;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -131,8 +132,22 @@ impl GlobalArgs {
         if let Some(t) = self.threads {
             config.threads = t;
         }
-        if config.threads == 0 {
-            anyhow::bail!("--threads must be at least 1");
+        let from = if self.threads.is_some() {
+            "--threads"
+        } else {
+            "CAIRN_THREADS"
+        };
+        if self.threads.is_some() || crate::config::env_nonempty("CAIRN_THREADS").is_some() {
+            crate::config::check_threads(from, config.threads).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(v) = crate::config::env_nonempty("CAIRN_ISA") {
+            // Read by the CPU kernels when they pick their instruction set; checked here so a
+            // typo is an error instead of silently running the best one.
+            if !matches!(v.trim(), "scalar" | "avx2" | "avx512") {
+                anyhow::bail!(
+                    "CAIRN_ISA is `{v}`: expected scalar, avx2 or avx512 (or leave it unset for the best this CPU has)"
+                );
+            }
         }
         if self.keep_quant {
             config.requantize = false;
@@ -150,6 +165,7 @@ impl GlobalArgs {
         }
         if let Some(m) = &self.memory {
             config.memory = m.clone();
+            config.memory_named = true;
         } else if let (Some(h), None) = (&self.home, crate::config::env_nonempty("CAIRN_MEMORY")) {
             config.memory = h.join("memory.sqlite");
         }
@@ -158,6 +174,7 @@ impl GlobalArgs {
         }
         if let Some(i) = &self.index {
             config.index = i.clone();
+            config.index_named = true;
         } else if let (Some(h), None) = (&self.home, crate::config::env_nonempty("CAIRN_INDEX")) {
             config.index = h.join("index.sqlite");
         }

@@ -194,7 +194,9 @@ impl ConstraintCompiler {
             .map_err(|e| error(e.to_string()))?;
         let mut matcher = Matcher::new(Ok(parser));
         // A grammar that compiles but admits no token at all is as bad as one that fails.
-        let first = matcher.compute_mask().map_err(|e| error(e.to_string()))?;
+        let first = matcher
+            .compute_mask()
+            .map_err(|e| error(readable_parser_error(&e.to_string())))?;
         if first.is_zero() {
             return Err(error("the grammar allows no output at all".into()));
         }
@@ -204,6 +206,19 @@ impl ConstraintCompiler {
             forced_times: Vec::new(),
         })
     }
+}
+
+/// llguidance's error for a grammar that fails on its first token, without the parser's
+/// internal state it appends (`<state>…</state>`), and in words for the case of a grammar
+/// that can never finish (a rule that refers only to itself, such as `a: a`).
+fn readable_parser_error(raw: &str) -> String {
+    let head = raw.split("\n<state>").next().unwrap_or(raw).trim();
+    if head.contains("NoExtensionBias") {
+        return "the grammar allows no output at all: no rule can finish (a rule that refers \
+                only to itself, like `a: a`, needs an alternative without itself)"
+            .into();
+    }
+    head.to_string()
 }
 
 /// One generation's grammar state: which tokens may come next, and which are forced.

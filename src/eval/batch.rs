@@ -149,8 +149,7 @@ pub fn read_done(path: &Path) -> std::io::Result<Existing> {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
                     format!(
-                        "line {n} is not a cairn output line ({why}), so the file may not be cairn's output; \
-                         it is left as it is: choose another --out, or remove that line"
+                        "line {n} is not a cairn output line ({why})"
                     ),
                 ))
             }

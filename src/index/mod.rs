@@ -551,10 +551,24 @@ pub fn chunk_lines(text: &str) -> Vec<Chunk> {
     out
 }
 
-/// The file's text, or `None` for binary (a NUL byte in the first 8 KiB) or non-UTF-8 files.
-/// The file's text, or why it is not indexed (unreadable, binary, not UTF-8).
+/// The file's text, or why it is not indexed (unreadable, binary, not UTF-8, over the size
+/// limit). At most [`MAX_FILE_BYTES`] + 1 bytes are read whatever size the file reports: files
+/// under /proc report 0 and can hold gigabytes (`/proc/self/pagemap`).
 fn read_text(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "more than {} bytes read although it reports {}, over the {} MiB limit for a document",
+            MAX_FILE_BYTES,
+            std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            MAX_FILE_BYTES >> 20
+        ));
+    }
     let head = &bytes[..bytes.len().min(8192)];
     if head.contains(&0) {
         return Err("binary (a NUL byte in its first 8 KiB)".into());

@@ -149,8 +149,9 @@ pub enum MemoryError {
     /// A decay outside (0, 1].
     #[error("the memory decay is {0}, but it must be above 0 and at most 1 (1 = no decay; default 0.9 per hour)")]
     BadDecay(f64),
-    /// Any other SQLite failure, with what cairn was doing.
-    #[error("memory file {}: {doing}: {source}", path.display())]
+    /// Any other SQLite failure, with what cairn was doing (and, for a damaged or incomplete
+    /// file, what to do about it).
+    #[error("memory file {}: {doing}: {source}{}", path.display(), damage_advice(source))]
     Sqlite {
         /// The file.
         path: PathBuf,
@@ -159,6 +160,26 @@ pub enum MemoryError {
         /// SQLite's error.
         source: rusqlite::Error,
     },
+}
+
+/// What to do when SQLite's error says the memory file is damaged or lacks cairn's tables
+/// (empty for other errors).
+fn damage_advice(e: &rusqlite::Error) -> &'static str {
+    use rusqlite::ErrorCode;
+    let damaged = match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => true,
+        _ => {
+            let text = e.to_string();
+            text.contains("no such table") || text.contains("no such column")
+        }
+    };
+    if damaged {
+        " (the file is damaged or is not a complete cairn memory file; it was left as it is: \
+         move it away to start a new memory, or pass another file with --memory FILE or \
+         CAIRN_MEMORY)"
+    } else {
+        ""
+    }
 }
 
 /// A session's id in the memory file.

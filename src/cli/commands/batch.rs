@@ -3,7 +3,7 @@
 //! loop (and the naive baseline), scored, with the metrics report.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -11,7 +11,8 @@ use anyhow::Context;
 use clap::Args;
 
 use super::run::{build_agents, AgentArgs};
-use crate::config::{Config, Verbosity};
+use crate::cli::outputs::{check_output, inputs_of, OutputKind};
+use crate::config::{check_threads, Config, Verbosity};
 use crate::eval::batch::{self, LoopKind, OutputFile, Shard};
 use crate::eval::{read_tasks, report_markdown, LoopReport, Metrics, OutputLine, Task};
 
@@ -119,9 +120,7 @@ fn default_out(input: &std::path::Path) -> PathBuf {
 
 /// Runs `cairn batch`.
 pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Result<ExitCode> {
-    if args.jobs == 0 {
-        anyhow::bail!("--jobs must be at least 1");
-    }
+    check_threads("--jobs", args.jobs).map_err(anyhow::Error::msg)?;
     let (tasks, bad) = read_tasks(&args.input)
         .with_context(|| format!("cannot read the tasks {}", args.input.display()))?;
     for b in &bad {
@@ -133,7 +132,14 @@ pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Resu
         );
     }
     let out_path = args.out.clone().unwrap_or_else(|| default_out(&args.input));
-    refuse_same_file(&args.input, &out_path, "--out")?;
+    let inputs = inputs_of(config, &[("the task file", &args.input)]);
+    check_output(
+        "--out",
+        &out_path,
+        OutputKind::Results,
+        &inputs,
+        args.out.is_some(),
+    )?;
     let batch::Existing {
         ids: done, dropped, ..
     } = batch::read_done(&out_path)
@@ -287,30 +293,16 @@ fn run_loop(
     Ok(lines.into_iter().flatten().collect())
 }
 
-/// Fails when `out` (given with `flag`) is the task file `input` itself, which writing
-/// would destroy.
-fn refuse_same_file(input: &Path, out: &Path, flag: &str) -> anyhow::Result<()> {
-    let same = match (std::fs::canonicalize(input), std::fs::canonicalize(out)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if same {
-        anyhow::bail!(
-            "{flag} {} is the task file itself, and writing it would destroy the tasks; choose another file",
-            out.display()
-        );
-    }
-    Ok(())
-}
-
 /// Runs `cairn eval`.
 pub fn eval(config: &Config, args: &EvalArgs, index_given: bool) -> anyhow::Result<ExitCode> {
-    if args.jobs == 0 {
-        anyhow::bail!("--jobs must be at least 1");
-    }
-    for (flag, p) in [("--report", &args.report), ("--results", &args.results)] {
+    check_threads("--jobs", args.jobs).map_err(anyhow::Error::msg)?;
+    let inputs = inputs_of(config, &[("the suite", &args.suite)]);
+    for (flag, p, kind) in [
+        ("--report", &args.report, OutputKind::Report),
+        ("--results", &args.results, OutputKind::Results),
+    ] {
         if let Some(p) = p {
-            refuse_same_file(&args.suite, p, flag)?;
+            check_output(flag, p, kind, &inputs, true)?;
         }
     }
     let (tasks, bad) = read_tasks(&args.suite)

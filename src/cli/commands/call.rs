@@ -128,19 +128,38 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
     };
     let start = Instant::now();
     let (mut done, mut failed, mut prompt, mut reused) = (0usize, 0usize, 0usize, 0usize);
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.context("cannot read the input lines")?;
-        if line.trim().is_empty() {
+    let mut reader = reader;
+    let mut n = 0usize;
+    loop {
+        let mut raw = Vec::new();
+        if reader
+            .read_until(b'\n', &mut raw)
+            .context("cannot read the input lines")?
+            == 0
+        {
+            break;
+        }
+        n += 1;
+        // One line that is not UTF-8 is that line's error, not the end of the run.
+        let line = String::from_utf8(raw).map_err(|e| {
+            format!(
+                "line {n}: not valid UTF-8 ({}); the line is skipped",
+                e.utf8_error()
+            )
+        });
+        if line.as_ref().is_ok_and(|l| l.trim().is_empty()) {
             continue;
         }
-        let n = i + 1;
-        let parsed: Result<Value, String> =
-            serde_json::from_str(&line).map_err(|e| format!("line {n}: not valid JSON: {e}"));
-        let id = parsed
-            .as_ref()
-            .ok()
-            .and_then(|v| v.get("id").cloned())
-            .unwrap_or(json!(n));
+        let parsed: Result<Value, String> = line.and_then(|l| {
+            serde_json::from_str(&l).map_err(|e| format!("line {n}: not valid JSON: {e}"))
+        });
+        // Always a string, as in batch output lines: the line's id (a number as its digits),
+        // or `line-N` when it has none that can be read.
+        let id = match parsed.as_ref().ok().and_then(|v| v.get("id")) {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            Some(Value::Number(x)) => x.to_string(),
+            _ => format!("line-{n}"),
+        };
         let result: Result<CallOutput, String> = parsed.and_then(|v| {
             let q = v
                 .get("question")
@@ -186,7 +205,8 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
         if config.verbosity >= Verbosity::Normal {
             let secs = start.elapsed().as_secs_f64();
             eprintln!(
-                "call: {done} questions, {failed} failed, {:.1} per minute",
+                "call: {}, {failed} failed, {:.1} per minute",
+                plural(done, "question"),
                 done as f64 * 60.0 / secs.max(1e-9)
             );
         }
@@ -194,7 +214,8 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
     if config.verbosity >= Verbosity::Normal {
         let secs = start.elapsed().as_secs_f64();
         eprintln!(
-            "answered {done} questions in {secs:.1} s ({:.1} per minute); {reused} of {prompt} prompt tokens reused from the cache",
+            "answered {} in {secs:.1} s ({:.1} per minute); {reused} of {prompt} prompt tokens reused from the cache",
+            plural(done, "question"),
             done as f64 * 60.0 / secs.max(1e-9)
         );
     }
@@ -203,4 +224,13 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `1 question`, `2 questions`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::run::{build_agent, print_result, AgentArgs};
+use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::config::{Config, Verbosity};
 
 /// The session `cairn chat` uses without `--session`.
@@ -29,7 +30,13 @@ pub struct ChatArgs {
 /// Where input lines come from.
 enum Input {
     Editor(Box<rustyline::DefaultEditor>, std::path::PathBuf),
-    Lines(std::io::Lines<std::io::StdinLock<'static>>),
+    Lines {
+        stdin: std::io::StdinLock<'static>,
+        /// Lines read so far, for messages.
+        number: usize,
+        /// Lines skipped because they were not UTF-8.
+        skipped: usize,
+    },
 }
 
 impl Input {
@@ -47,10 +54,33 @@ impl Input {
                 | Err(rustyline::error::ReadlineError::Interrupted) => Ok(None),
                 Err(e) => Err(anyhow::anyhow!("cannot read the input line: {e}")),
             },
-            Input::Lines(lines) => match lines.next() {
-                Some(Ok(l)) => Ok(Some(l)),
-                Some(Err(e)) => Err(anyhow::anyhow!("cannot read standard input: {e}")),
-                None => Ok(None),
+            Input::Lines {
+                stdin,
+                number,
+                skipped,
+            } => loop {
+                let mut buf = Vec::new();
+                let n = stdin
+                    .read_until(b'\n', &mut buf)
+                    .map_err(|e| anyhow::anyhow!("cannot read standard input: {e}"))?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                *number += 1;
+                if buf.ends_with(b"\n") {
+                    buf.pop();
+                }
+                match String::from_utf8(buf) {
+                    Ok(l) => return Ok(Some(l)),
+                    // One bad line must not end the session: report it and go on, as batch does.
+                    Err(e) => {
+                        eprintln!(
+                            "error: standard input line {number}: not valid UTF-8 ({}); the line is skipped",
+                            e.utf8_error()
+                        );
+                        *skipped += 1;
+                    }
+                }
             },
         }
     }
@@ -92,10 +122,21 @@ pub fn run(config: &Config, args: &ChatArgs, index_given: bool) -> anyhow::Resul
         let mut ed = rustyline::DefaultEditor::new()
             .map_err(|e| anyhow::anyhow!("cannot start the line editor: {e}"))?;
         let history = config.home.join("chat_history.txt");
+        check_output(
+            "the chat history",
+            &history,
+            OutputKind::History,
+            &inputs_of(config, &[]),
+            false,
+        )?;
         let _ = ed.load_history(&history);
         Input::Editor(Box::new(ed), history)
     } else {
-        Input::Lines(std::io::stdin().lock().lines())
+        Input::Lines {
+            stdin: std::io::stdin().lock(),
+            number: 0,
+            skipped: 0,
+        }
     };
     if config.verbosity >= Verbosity::Normal {
         eprintln!(
@@ -118,9 +159,12 @@ pub fn run(config: &Config, args: &ChatArgs, index_given: bool) -> anyhow::Resul
         }
         let result = agent.run_task(task, Some(&session));
         print_result(&result, args.json)?;
-        all_answered &= result.stop_reason.answered();
+        all_answered &= result.answered();
     }
     input.save_history();
+    if let Input::Lines { skipped, .. } = input {
+        all_answered &= skipped == 0;
+    }
     Ok(if all_answered || interactive {
         ExitCode::SUCCESS
     } else {

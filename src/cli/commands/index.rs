@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
+use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::config::{Config, Verbosity};
 use crate::index::Index;
 
@@ -25,6 +26,13 @@ pub struct IndexArgs {
 /// Runs `cairn index`.
 pub fn run(config: &Config, args: &IndexArgs) -> anyhow::Result<ExitCode> {
     let start = std::time::Instant::now();
+    check_output(
+        "--index",
+        &config.index,
+        OutputKind::Index,
+        &inputs_of(config, &[]),
+        config.index_named,
+    )?;
     let mut index = Index::open_or_create(&config.index)
         .with_context(|| format!("cannot open the index {}", config.index.display()))?;
     let report = index.update(&args.dirs)?;

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::config::{Config, Verbosity};
 use crate::memory::{
     format_utc, Fact, FactId, FactScope, MemoryError, MemoryStore, SessionInfo, Step, Turn,
@@ -165,6 +166,13 @@ fn open_existing(config: &Config) -> anyhow::Result<Option<MemoryStore>> {
     if !config.memory.exists() {
         return Ok(None);
     }
+    check_output(
+        "--memory",
+        &config.memory,
+        OutputKind::Memory,
+        &inputs_of(config, &[]),
+        config.memory_named,
+    )?;
     Ok(Some(MemoryStore::open(&config.memory)?))
 }
 

@@ -17,6 +17,7 @@ use super::generate::SamplingArgs;
 use crate::agent::{
     Agent, AgentOptions, AgentResult, ModelPolicy, ProgressPrinter, StopReason, TraceWriter,
 };
+use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::config::{Config, Verbosity};
 use crate::index::Index;
 use crate::memory::MemoryStore;
@@ -80,13 +81,23 @@ impl AgentArgs {
             })?),
             None => None,
         };
-        let timeout = match self.timeout {
-            Some(t) if !(t.is_finite() && t > 0.0) => {
-                anyhow::bail!("--timeout is {t}: give a number of seconds above 0")
-            }
-            Some(t) => Some(Duration::from_secs_f64(t)),
-            None => None,
-        };
+        let timeout = self
+            .timeout
+            .map(|t| crate::config::seconds("--timeout", t))
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        if self.retry_base_ms > MAX_RETRY_BASE_MS {
+            anyhow::bail!(
+                "--retry-base-ms is {}: at most {MAX_RETRY_BASE_MS} (one minute; the wait doubles on each retry)",
+                self.retry_base_ms
+            );
+        }
+        if self.retries > MAX_RETRIES {
+            anyhow::bail!(
+                "--retries is {}: at most {MAX_RETRIES} attempts (the wait doubles on each one)",
+                self.retries
+            );
+        }
         let o = AgentOptions {
             max_rounds: self.max_rounds,
             max_failed_rounds: self.max_failures,
@@ -107,6 +118,11 @@ impl AgentArgs {
         Ok(o)
     }
 }
+
+/// The longest first wait between retries `--retry-base-ms` may set.
+const MAX_RETRY_BASE_MS: u64 = 60_000;
+/// The most attempts `--retries` may set.
+const MAX_RETRIES: usize = 10;
 
 /// Flags of `cairn run`.
 #[derive(Debug, Args)]
@@ -154,6 +170,13 @@ fn index_docs(config: &mut Config, docs: &[PathBuf], index_given: bool) -> anyho
                 .with_context(|| format!("cannot create the folder {}", dir.display()))?;
         }
     }
+    check_output(
+        "--index",
+        &config.index,
+        OutputKind::Index,
+        &inputs_of(config, &[]),
+        index_given,
+    )?;
     let mut index = Index::open_or_create(&config.index)
         .with_context(|| format!("cannot open the index {}", config.index.display()))?;
     let report = index.update(docs)?;
@@ -212,6 +235,15 @@ pub fn build_agents(
             );
         }
     }
+    if memory == Some(config.memory.as_path()) {
+        check_output(
+            "--memory",
+            &config.memory,
+            OutputKind::Memory,
+            &inputs_of(&config, &[]),
+            config.memory_named,
+        )?;
+    }
     index_docs(&mut config, &args.docs, index_given)?;
     let tools = ToolRegistry::from_config(&config, RegistryOptions::default())?;
     if config.db.is_some() {
@@ -222,6 +254,13 @@ pub fn build_agents(
     let opts = args.sampling.options()?;
     if let Some(p) = &args.trace {
         // Fail before the model load when the trace cannot be written.
+        check_output(
+            "--trace",
+            p,
+            OutputKind::Trace,
+            &inputs_of(&config, &[]),
+            true,
+        )?;
         TraceWriter::create(p)
             .with_context(|| format!("cannot open the trace file {}", p.display()))?;
     }
@@ -305,7 +344,7 @@ pub fn print_result(result: &AgentResult, json: bool) -> anyhow::Result<()> {
         writeln!(out, "{}", result.answer)?;
     }
     out.flush()?;
-    if !result.stop_reason.answered() {
+    if !result.answered() {
         eprintln!(
             "error: the task stopped without an answer ({}): {}",
             result.stop_reason,
@@ -318,7 +357,7 @@ pub fn print_result(result: &AgentResult, json: bool) -> anyhow::Result<()> {
 /// 0 when the task was answered; 2 when its prompt could not fit at all (bad input: a task
 /// longer than the context); 1 for every other stop.
 pub fn exit_code(result: &AgentResult) -> ExitCode {
-    if result.stop_reason.answered() {
+    if result.answered() {
         ExitCode::SUCCESS
     } else if result.stop_reason == StopReason::Budget && result.rounds == 0 {
         ExitCode::from(2)

@@ -48,17 +48,12 @@ pub enum ToolsCommand {
 
 /// Runs `cairn tools`.
 pub fn run(config: &Config, args: &ToolsArgs) -> anyhow::Result<ExitCode> {
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        anyhow::bail!(
-            "--timeout is {}: give a number of seconds above 0",
-            args.timeout
-        );
-    }
+    let timeout = crate::config::seconds("--timeout", args.timeout).map_err(anyhow::Error::msg)?;
     if args.max_chars == 0 {
         anyhow::bail!("--max-chars must be at least 1");
     }
     let options = RegistryOptions {
-        timeout: std::time::Duration::from_secs_f64(args.timeout),
+        timeout,
         max_chars: args.max_chars,
     };
     let registry = ToolRegistry::from_config(config, options)?;
