@@ -1,20 +1,36 @@
-//! The `calculator` tool: arithmetic on one expression, with exact integers.
+//! The `calculator` tool: exact arithmetic on one expression.
 //!
-//! Grammar (design.md): numbers, `+ - * / % ^` (`**` is read as `^`), parentheses, the
-//! functions `sqrt ln log10 exp abs round floor ceil min max sin cos tan`, and the constants
-//! `pi` and `e`. `^` binds tightest and to the right; unary minus binds looser than `^`, so
-//! `-2^2` is `-4`.
+//! Grammar: numbers (`42`, `1_000_000`, `0.25`, `.5`, `1.5e-3`), `+ - * / % ^` (`**` is read
+//! as `^`; `×`, `÷` and `−` as `*`, `/` and `-`), postfix `!` (factorial), parentheses, the
+//! functions in [`FUNCTIONS`] and the constants `pi` and `e`. `!` binds tightest, then `^`
+//! (to the right); unary minus binds looser than `^`, so `-2^2` is `-4`. `%` is the remainder
+//! with the sign of the dividend (`-3 % 2` is `-1`).
 //!
-//! Values are [`Num::Int`] (an `i128`) while every step stays an exact integer — `1234*5678`
-//! prints `7006652` and `2^20` prints `1048576`, never `1048576.0` — and [`Num::Float`]
-//! otherwise. An integer result too large for `i128` continues as a float while it is finite.
-//! Floats are printed rounded to 12 significant digits so that `0.1+0.2` prints `0.3`.
-//! Division by zero, overflow, domain errors (`sqrt(-1)`), unknown names and bad syntax are
-//! [`CalcError`]s carrying the 1-based character position they refer to.
+//! Values are [`Num::Exact`], a reduced fraction of big integers (`num-bigint` and
+//! `num-rational`), for everything that stays rational: integers of any size (`2^127`),
+//! decimals (`0.1+0.2` is exactly `0.3`) and fractions (`1/3`). Irrational operations (the
+//! square root of a non-square, logarithms, trigonometry, `pi`, `e`, a fractional power with
+//! no exact root) give [`Num::Approx`], an `f64`, and whatever is computed from one stays
+//! approximate. The text of a value says which it is (see [`Num`]).
 //!
-//! The parser is recursive descent with a nesting limit ([`MAX_DEPTH`]), so 10 000 nested
+//! Size: the numerator and the denominator of an exact value have at most [`MAX_DIGITS`]
+//! digits each. Powers, factorials, number literals and rounding digits are sized from the
+//! operands' bit lengths *before* anything is computed, so `10^10^10` or `factorial(100000)`
+//! is an error at once, never a long loop or a huge allocation; the other operations can at
+//! most double the size of operands within the limit and are checked after.
+//!
+//! Division by zero, results beyond the limit, domain errors (`sqrt(-1)`), unknown names and
+//! bad syntax are [`CalcError`]s carrying the 1-based character position they refer to. The
+//! parser is recursive descent with a nesting limit ([`MAX_DEPTH`]), so 10 000 nested
 //! parentheses are an error, never a stack overflow.
 
+use std::cmp::Ordering;
+use std::fmt;
+
+use num_bigint::{BigInt, Sign};
+use num_integer::Integer;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -24,30 +40,116 @@ use super::{parse_args, schema_of, Observation, Tool, ToolError};
 /// How deeply parentheses and function calls may nest.
 pub const MAX_DEPTH: usize = 200;
 
+/// The most decimal digits the numerator or the denominator of an exact value may have.
+pub const MAX_DIGITS: u64 = 1000;
+
+/// Significant digits shown for a rounded value (a float, or the decimal beside a fraction).
+const SHOWN_DIGITS: usize = 12;
+
+/// How many characters of the expression an error cites on each side of its position.
+const EXCERPT_SIDE: usize = 40;
+
+/// The functions the calculator knows.
+pub const FUNCTIONS: &[&str] = &[
+    "sqrt",
+    "ln",
+    "log10",
+    "exp",
+    "abs",
+    "round",
+    "floor",
+    "ceil",
+    "min",
+    "max",
+    "sin",
+    "cos",
+    "tan",
+    "factorial",
+    "gcd",
+    "lcm",
+];
+
+/// The hint of an error that has none of its own.
+const GENERAL_HINT: &str = "write one expression with numbers, + - * / % ^ !, parentheses and \
+                            the listed functions";
+
+/// The hint of a result over the size limit.
+const SIZE_HINT: &str = "exact results may have at most 1000 digits (numerator and denominator \
+                         each); to learn the size of a huge number use logarithms, e.g. \
+                         5000*log10(2) for the digits of 2^5000";
+
+/// The hint of a floating-point overflow.
+const FLOAT_HINT: &str = "irrational functions and pi, e work in floating point, which ends \
+                          near 1.8e308; whole numbers and fractions stay exact up to 1000 digits";
+
 /// A calculator value.
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// Its text (`Display`) is the exact value when there is one: an integer's digits, a
+/// terminating decimal written out (`0.3`, or `1e-400` in scientific notation below 1e-9), or
+/// a fraction with its decimal rounded to 12 significant digits after `≈`
+/// (`1/3 ≈ 0.333333333333`). A floating-point value is `≈` and its 12 significant digits
+/// (`≈ 1.41421356237`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Num {
-    /// An exact integer.
-    Int(i128),
-    /// A floating-point number (finite).
-    Float(f64),
+    /// An exact rational number (integer, decimal or fraction), reduced.
+    Exact(BigRational),
+    /// A floating-point approximation (finite), from an irrational operation.
+    Approx(f64),
 }
 
 impl Num {
-    /// The value as a float.
-    pub fn as_f64(self) -> f64 {
+    /// The value as a float (infinite for an exact value beyond `f64`'s range).
+    pub fn as_f64(&self) -> f64 {
         match self {
-            Num::Int(i) => i as f64,
-            Num::Float(f) => f,
+            Num::Exact(r) => r.to_f64().unwrap_or(f64::NAN),
+            Num::Approx(f) => *f,
+        }
+    }
+
+    /// Whether the value is exact.
+    pub fn is_exact(&self) -> bool {
+        matches!(self, Num::Exact(_))
+    }
+
+    /// The value as an integer, when it is exact and whole.
+    pub fn to_integer(&self) -> Option<BigInt> {
+        match self {
+            Num::Exact(r) if r.is_integer() => Some(r.to_integer()),
+            _ => None,
+        }
+    }
+
+    fn is_zero(&self) -> bool {
+        match self {
+            Num::Exact(r) => r.is_zero(),
+            Num::Approx(f) => *f == 0.0,
         }
     }
 }
 
-impl std::fmt::Display for Num {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl From<i64> for Num {
+    fn from(i: i64) -> Self {
+        Num::Exact(BigRational::from_integer(i.into()))
+    }
+}
+
+impl From<i128> for Num {
+    fn from(i: i128) -> Self {
+        Num::Exact(BigRational::from_integer(i.into()))
+    }
+}
+
+impl From<BigInt> for Num {
+    fn from(i: BigInt) -> Self {
+        Num::Exact(BigRational::from_integer(i))
+    }
+}
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Num::Int(i) => write!(f, "{i}"),
-            Num::Float(x) => f.write_str(&format_float(*x)),
+            Num::Exact(r) => f.write_str(&exact_text(r)),
+            Num::Approx(x) => write!(f, "≈ {}", format_float(*x)),
         }
     }
 }
@@ -69,6 +171,178 @@ pub fn format_float(x: f64) -> String {
     format!("{rounded}")
 }
 
+/// `10^n`.
+fn ten_pow(n: u64) -> BigInt {
+    BigInt::from(10u32).pow(n as u32)
+}
+
+/// The exact text of `r`: its digits, its terminating decimal, or `p/q ≈ decimal`.
+fn exact_text(r: &BigRational) -> String {
+    if r.is_integer() {
+        return r.numer().to_string();
+    }
+    if let Some(s) = terminating_text(r) {
+        return s;
+    }
+    format!(
+        "{}/{} ≈ {}",
+        r.numer(),
+        r.denom(),
+        rounded_text(r, SHOWN_DIGITS)
+    )
+}
+
+/// The exact decimal of a non-integer `r` when its denominator has no prime factor but 2 and
+/// 5 and the text is not much longer than [`MAX_DIGITS`]; in scientific notation below 1e-9.
+fn terminating_text(r: &BigRational) -> Option<String> {
+    let mut d = r.denom().clone();
+    let twos = d.trailing_zeros().unwrap_or(0);
+    d >>= twos;
+    let five = BigInt::from(5u32);
+    let mut fives = 0u64;
+    loop {
+        let (q, rem) = d.div_rem(&five);
+        if !rem.is_zero() {
+            break;
+        }
+        d = q;
+        fives += 1;
+    }
+    if !d.is_one() {
+        return None;
+    }
+    // numer / (2^twos 5^fives) = numer 2^(k-twos) 5^(k-fives) / 10^k.
+    let k = twos.max(fives);
+    let m =
+        r.numer().abs() * BigInt::from(2u32).pow((k - twos) as u32) * five.pow((k - fives) as u32);
+    let digits = m.to_string();
+    let n = digits.len() as u64;
+    let sign = if r.is_negative() { "-" } else { "" };
+    let text = if k >= n + 9 {
+        let (head, tail) = digits.split_at(1);
+        let exp = k - n + 1;
+        if tail.is_empty() {
+            format!("{sign}{head}e-{exp}")
+        } else {
+            format!("{sign}{head}.{tail}e-{exp}")
+        }
+    } else if k >= n {
+        format!("{sign}0.{}{digits}", "0".repeat((k - n) as usize))
+    } else {
+        let (int, frac) = digits.split_at((n - k) as usize);
+        format!("{sign}{int}.{frac}")
+    };
+    (text.len() as u64 <= MAX_DIGITS + 10).then_some(text)
+}
+
+/// `|r|` (not zero) rounded half away from zero to `sig` significant digits: the digits as an
+/// integer of exactly `sig` digits, and the decimal exponent of the first one.
+fn round_sig(r: &BigRational, sig: usize) -> (BigInt, i64) {
+    let a = r.abs();
+    let (p, q) = (a.numer(), a.denom());
+    let lo = ten_pow(sig as u64 - 1);
+    let hi = ten_pow(sig as u64);
+    // A first guess of floor(log10 a) from the bit lengths, off by at most one.
+    let mut e = ((p.bits() as f64 - q.bits() as f64) * std::f64::consts::LOG10_2).floor() as i64;
+    loop {
+        let shift = sig as i64 - 1 - e;
+        let scaled = if shift >= 0 {
+            BigRational::new(p * ten_pow(shift as u64), q.clone())
+        } else {
+            BigRational::new(p.clone(), q * ten_pow(shift.unsigned_abs()))
+        };
+        let m = scaled.round().to_integer();
+        if m >= hi {
+            e += 1;
+        } else if m < lo {
+            e -= 1;
+        } else {
+            return (m, e);
+        }
+    }
+}
+
+/// `r` rounded to `sig` significant digits, written like [`format_float`] writes floats.
+fn rounded_text(r: &BigRational, sig: usize) -> String {
+    if r.is_zero() {
+        return "0".into();
+    }
+    let (m, exp) = round_sig(r, sig);
+    let mut digits = m.to_string();
+    while digits.len() > 1 && digits.ends_with('0') {
+        digits.pop();
+    }
+    let sign = if r.is_negative() { "-" } else { "" };
+    let n = digits.len() as i64;
+    if (-9..16).contains(&exp) {
+        if exp >= n - 1 {
+            format!("{sign}{digits}{}", "0".repeat((exp - (n - 1)) as usize))
+        } else if exp >= 0 {
+            let (a, b) = digits.split_at((exp + 1) as usize);
+            format!("{sign}{a}.{b}")
+        } else {
+            format!("{sign}0.{}{digits}", "0".repeat((-exp - 1) as usize))
+        }
+    } else {
+        let (head, tail) = digits.split_at(1);
+        if tail.is_empty() {
+            format!("{sign}{head}e{exp}")
+        } else {
+            format!("{sign}{head}.{tail}e{exp}")
+        }
+    }
+}
+
+/// A value as cited in an error message: its text when short, else rounded.
+fn brief(n: &Num) -> String {
+    match n {
+        Num::Exact(r) => {
+            let s = if r.is_integer() {
+                r.numer().to_string()
+            } else {
+                terminating_text(r).unwrap_or_else(|| format!("{}/{}", r.numer(), r.denom()))
+            };
+            if s.chars().count() <= EXCERPT_SIDE {
+                s
+            } else {
+                format!("about {}", rounded_text(r, 6))
+            }
+        }
+        Num::Approx(_) => n.to_string(),
+    }
+}
+
+/// `s` cut to `max` characters with `…` when longer.
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(max).collect();
+        format!("{head}…")
+    }
+}
+
+/// The part of `expr` an error at 1-based `position` cites: all of it when short, else up to
+/// [`EXCERPT_SIDE`] characters on each side of the position, with `…` where it was cut.
+pub fn excerpt(expr: &str, position: usize) -> String {
+    let chars: Vec<char> = expr.chars().collect();
+    if chars.len() <= 2 * EXCERPT_SIDE {
+        return format!("`{expr}`");
+    }
+    let at = position.saturating_sub(1).min(chars.len());
+    let start = at.saturating_sub(EXCERPT_SIDE);
+    let end = (at + EXCERPT_SIDE).min(chars.len());
+    let window: String = chars[start..end].iter().collect();
+    format!(
+        "`{}{window}{}` (characters {}-{} of {})",
+        if start > 0 { "…" } else { "" },
+        if end < chars.len() { "…" } else { "" },
+        start + 1,
+        end,
+        chars.len()
+    )
+}
+
 /// Why an expression could not be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message} at position {position}")]
@@ -77,6 +351,121 @@ pub struct CalcError {
     pub message: String,
     /// The 1-based character position in the expression.
     pub position: usize,
+    /// How to fix it, when there is more to say than the general hint.
+    pub hint: Option<&'static str>,
+}
+
+fn err<T>(message: impl Into<String>, position: usize) -> Result<T, CalcError> {
+    Err(CalcError {
+        message: message.into(),
+        position,
+        hint: None,
+    })
+}
+
+/// A number of digits as cited in a size error.
+fn digits_text(digits: f64) -> String {
+    if digits < 1e15 {
+        format!("{}", digits.floor() as u64)
+    } else {
+        format_float(digits)
+    }
+}
+
+/// The error of an exact value that would need `digits` digits.
+fn too_big(what: &str, digits: f64, position: usize) -> CalcError {
+    CalcError {
+        message: format!(
+            "{what} would need about {} digits (exact results may have at most {MAX_DIGITS} digits)",
+            digits_text(digits)
+        ),
+        position,
+        hint: Some(SIZE_HINT),
+    }
+}
+
+/// Decimal digits of `|n|`: exact near the limit, else estimated from the bit length.
+fn digit_count(n: &BigInt) -> u64 {
+    let est = n.bits() as f64 * std::f64::consts::LOG10_2;
+    if (MAX_DIGITS as f64 - 2.0..MAX_DIGITS as f64 + 2.0).contains(&est) {
+        n.magnitude().to_string().len() as u64
+    } else {
+        est.floor() as u64 + 1
+    }
+}
+
+/// `r` as a value, or an error when its numerator or denominator is over the limit.
+fn exact(r: BigRational, what: &str, position: usize) -> Result<Num, CalcError> {
+    let digits = digit_count(r.numer()).max(digit_count(r.denom()));
+    if digits > MAX_DIGITS {
+        return Err(too_big(what, digits as f64, position));
+    }
+    Ok(Num::Exact(r))
+}
+
+/// `log10 |n|` for `n` not zero, for any size.
+fn log10_abs(n: &BigInt) -> f64 {
+    ln_abs(n) / std::f64::consts::LN_10
+}
+
+/// `ln |n|` for `n` not zero, for any size.
+fn ln_abs(n: &BigInt) -> f64 {
+    let bits = n.bits();
+    if bits <= 1000 {
+        n.to_f64().unwrap_or(f64::NAN).abs().ln()
+    } else {
+        let shift = bits - 64;
+        let top = n.magnitude() >> shift;
+        top.to_f64().unwrap_or(f64::NAN).ln() + shift as f64 * std::f64::consts::LN_2
+    }
+}
+
+/// `ln r` for `r > 0`, accurate near 1 and beyond `f64`'s range.
+fn ln_rat(r: &BigRational) -> f64 {
+    if let Some(f) = r.to_f64().filter(|f| f.is_normal()) {
+        if (0.5..2.0).contains(&f) {
+            let d = r - BigRational::one();
+            return d.to_f64().unwrap_or(f - 1.0).ln_1p();
+        }
+        return f.ln();
+    }
+    ln_abs(r.numer()) - ln_abs(r.denom())
+}
+
+/// The decimal exponent `k` when `|n|` is `10^k`.
+fn power_of_ten(n: &BigInt) -> Option<u64> {
+    let s = n.magnitude().to_string();
+    let (first, rest) = s.split_at(1);
+    (first == "1" && rest.bytes().all(|b| b == b'0')).then_some(rest.len() as u64)
+}
+
+/// A value as a float for a floating-point operation, or an error when an exact value is
+/// beyond `f64`'s range.
+fn to_float(n: &Num, position: usize) -> Result<f64, CalcError> {
+    let f = n.as_f64();
+    if f.is_finite() {
+        return Ok(f);
+    }
+    Err(CalcError {
+        message: format!("{} is too large for floating point", brief(n)),
+        position,
+        hint: Some(FLOAT_HINT),
+    })
+}
+
+/// A floating-point result, or an error when it is not a real number or overflowed.
+fn float_result(x: f64, what: &str, position: usize) -> Result<Num, CalcError> {
+    if x.is_finite() {
+        Ok(Num::Approx(x))
+    } else if x.is_nan() {
+        err(format!("{what} is not a real number"), position)
+    } else {
+        Err(CalcError {
+            message: format!("overflow: {what} is too large for floating point"),
+            position,
+            hint: Some(FLOAT_HINT),
+        })
+    }
 }
 
 /// Evaluates `expr`.
@@ -89,25 +478,19 @@ pub fn evaluate(expr: &str) -> Result<Num, CalcError> {
         end: expr.chars().count() + 1,
     };
     if p.tokens.is_empty() {
-        return Err(CalcError {
-            message: "the expression is empty".into(),
-            position: 1,
-        });
+        return err("the expression is empty", 1);
     }
     let v = p.expr()?;
     if let Some(t) = p.peek() {
-        return Err(CalcError {
-            message: format!("unexpected {}", t.kind.describe()),
-            position: t.pos,
-        });
+        return err(format!("unexpected {}", t.kind.describe()), t.pos);
     }
     Ok(v)
 }
 
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
-    Int(i128),
-    Float(f64),
+    /// A number and its text as written.
+    Number(BigRational, String),
     Ident(String),
     Op(char),
     LParen,
@@ -118,9 +501,8 @@ enum Kind {
 impl Kind {
     fn describe(&self) -> String {
         match self {
-            Kind::Int(i) => format!("number `{i}`"),
-            Kind::Float(f) => format!("number `{f}`"),
-            Kind::Ident(s) => format!("name `{s}`"),
+            Kind::Number(_, text) => format!("number `{}`", clip(text, EXCERPT_SIDE)),
+            Kind::Ident(s) => format!("name `{}`", clip(s, EXCERPT_SIDE)),
             Kind::Op(c) => format!("`{c}`"),
             Kind::LParen => "`(`".into(),
             Kind::RParen => "`)`".into(),
@@ -133,6 +515,82 @@ impl Kind {
 struct Token {
     kind: Kind,
     pos: usize,
+}
+
+/// Reads the number starting at `chars[*i]` exactly, sized before it is built.
+fn lex_number(chars: &[char], i: &mut usize) -> Result<Kind, CalcError> {
+    let start = *i;
+    let pos = start + 1;
+    let mut digits = String::new();
+    while *i < chars.len() && (chars[*i].is_ascii_digit() || chars[*i] == '_') {
+        if chars[*i] != '_' {
+            digits.push(chars[*i]);
+        }
+        *i += 1;
+    }
+    let mut frac_len = 0u64;
+    if *i < chars.len() && chars[*i] == '.' {
+        *i += 1;
+        while *i < chars.len() && chars[*i].is_ascii_digit() {
+            digits.push(chars[*i]);
+            frac_len += 1;
+            *i += 1;
+        }
+    }
+    // The exponent, saturated: anything past ±10^18 is far over the limit either way.
+    let mut exp: i64 = 0;
+    if *i < chars.len() && (chars[*i] == 'e' || chars[*i] == 'E') {
+        let mut j = *i + 1;
+        let negative = chars.get(j) == Some(&'-');
+        if matches!(chars.get(j), Some('+' | '-')) {
+            j += 1;
+        }
+        if j < chars.len() && chars[j].is_ascii_digit() {
+            while j < chars.len() && chars[j].is_ascii_digit() {
+                let d = i64::from(chars[j] as u8 - b'0');
+                exp = exp
+                    .saturating_mul(10)
+                    .saturating_add(d)
+                    .min(1_000_000_000_000_000_000);
+                j += 1;
+            }
+            if negative {
+                exp = -exp;
+            }
+            *i = j;
+        }
+    }
+    let text: String = chars[start..*i].iter().collect();
+    // The significant digits, without leading or trailing zeros, and the power of ten.
+    let sig = digits.trim_start_matches('0');
+    let trimmed = sig.trim_end_matches('0');
+    let scale = exp - frac_len as i64 + (sig.len() - trimmed.len()) as i64;
+    let sig = trimmed;
+    if sig.is_empty() {
+        return Ok(Kind::Number(BigRational::zero(), text));
+    }
+    let len = sig.len() as u64;
+    let what = format!("the number `{}`", clip(&text, EXCERPT_SIDE));
+    if len > MAX_DIGITS {
+        return Err(too_big(&what, len as f64, pos));
+    }
+    if scale > 0 && len + scale as u64 > MAX_DIGITS {
+        return Err(too_big(&what, len as f64 + scale as f64, pos));
+    }
+    // The reduced denominator of sig / 10^s has at least s·log10(2) digits.
+    if scale < 0 && (-scale) as f64 * std::f64::consts::LOG10_2 > MAX_DIGITS as f64 + 1.0 {
+        return Err(too_big(&what, (-scale) as f64, pos));
+    }
+    let n = BigInt::parse_bytes(sig.as_bytes(), 10).unwrap_or_default();
+    let value = if scale >= 0 {
+        BigRational::from_integer(n * ten_pow(scale as u64))
+    } else {
+        BigRational::new(n, ten_pow(scale.unsigned_abs()))
+    };
+    match exact(value, &what, pos)? {
+        Num::Exact(r) => Ok(Kind::Number(r, text)),
+        Num::Approx(_) => unreachable!("exact() returns exact values"),
+    }
 }
 
 fn lex(expr: &str) -> Result<Vec<Token>, CalcError> {
@@ -148,56 +606,7 @@ fn lex(expr: &str) -> Result<Vec<Token>, CalcError> {
         }
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
-            let start = i;
-            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '_') {
-                i += 1;
-            }
-            let mut is_float = false;
-            if i < chars.len() && chars[i] == '.' {
-                is_float = true;
-                i += 1;
-                while i < chars.len() && chars[i].is_ascii_digit() {
-                    i += 1;
-                }
-            }
-            if i < chars.len() && (chars[i] == 'e' || chars[i] == 'E') {
-                let mut j = i + 1;
-                if j < chars.len() && (chars[j] == '+' || chars[j] == '-') {
-                    j += 1;
-                }
-                if j < chars.len() && chars[j].is_ascii_digit() {
-                    is_float = true;
-                    i = j;
-                    while i < chars.len() && chars[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                }
-            }
-            let text: String = chars[start..i].iter().filter(|c| **c != '_').collect();
-            let kind = if is_float {
-                match text.parse::<f64>() {
-                    Ok(f) if f.is_finite() => Kind::Float(f),
-                    _ => {
-                        return Err(CalcError {
-                            message: format!("the number `{text}` is out of range"),
-                            position: pos,
-                        })
-                    }
-                }
-            } else {
-                match text.parse::<i128>() {
-                    Ok(n) => Kind::Int(n),
-                    Err(_) => match text.parse::<f64>() {
-                        Ok(f) if f.is_finite() => Kind::Float(f),
-                        _ => {
-                            return Err(CalcError {
-                                message: format!("the number `{text}` is out of range"),
-                                position: pos,
-                            })
-                        }
-                    },
-                }
-            };
+            let kind = lex_number(&chars, &mut i)?;
             out.push(Token { kind, pos });
             continue;
         }
@@ -208,7 +617,7 @@ fn lex(expr: &str) -> Result<Vec<Token>, CalcError> {
             }
             let name: String = chars[start..i].iter().collect();
             out.push(Token {
-                kind: Kind::Ident(name.to_ascii_lowercase()),
+                kind: Kind::Ident(name.to_lowercase()),
                 pos,
             });
             continue;
@@ -218,7 +627,7 @@ fn lex(expr: &str) -> Result<Vec<Token>, CalcError> {
                 i += 1;
                 Kind::Op('^')
             }
-            '+' | '-' | '*' | '/' | '%' | '^' => Kind::Op(c),
+            '+' | '-' | '*' | '/' | '%' | '^' | '!' => Kind::Op(c),
             '×' => Kind::Op('*'),
             '÷' => Kind::Op('/'),
             '−' => Kind::Op('-'),
@@ -226,12 +635,12 @@ fn lex(expr: &str) -> Result<Vec<Token>, CalcError> {
             ')' => Kind::RParen,
             ',' => Kind::Comma,
             _ => {
-                return Err(CalcError {
-                    message: format!(
-                        "unexpected character `{c}`; use numbers, + - * / % ^, parentheses and functions"
+                return err(
+                    format!(
+                        "unexpected character `{c}`; use numbers, + - * / % ^ !, parentheses and functions"
                     ),
-                    position: pos,
-                })
+                    pos,
+                )
             }
         };
         out.push(Token { kind, pos });
@@ -245,18 +654,6 @@ struct Parser {
     pos: usize,
     depth: usize,
     end: usize,
-}
-
-const FUNCTIONS: &[&str] = &[
-    "sqrt", "ln", "log10", "exp", "abs", "round", "floor", "ceil", "min", "max", "sin", "cos",
-    "tan",
-];
-
-fn err<T>(message: impl Into<String>, position: usize) -> Result<T, CalcError> {
-    Err(CalcError {
-        message: message.into(),
-        position,
-    })
 }
 
 impl Parser {
@@ -323,40 +720,59 @@ impl Parser {
                 negate = !negate;
             }
         }
-        let pos = self.next_pos();
         let v = self.power()?;
         if negate {
-            return match v {
-                Num::Int(i) => i
-                    .checked_neg()
-                    .map(Num::Int)
-                    .map_or_else(|| err("overflow in negation", pos), Ok),
-                Num::Float(f) => Ok(Num::Float(-f)),
-            };
+            return Ok(match v {
+                Num::Exact(r) => Num::Exact(-r),
+                Num::Approx(f) => Num::Approx(-f),
+            });
         }
         Ok(v)
     }
 
-    // power := primary ('^' unary)?   (right-associative; the exponent may carry a sign)
+    // power := postfix ('^' unary)?   (right-associative; the exponent may carry a sign)
     fn power(&mut self) -> Result<Num, CalcError> {
-        let base = self.primary()?;
+        let base = self.postfix()?;
         if let Some((_, pos)) = self.eat_op(&['^']) {
             self.enter()?;
             let exp = self.unary()?;
             self.depth -= 1;
-            return binary('^', base, exp, pos);
+            return power(base, exp, pos);
         }
         Ok(base)
     }
 
+    // postfix := primary '!'?   (`n!!` is refused: it reads as a double factorial)
+    fn postfix(&mut self) -> Result<Num, CalcError> {
+        let v = self.primary()?;
+        if let Some((_, pos)) = self.eat_op(&['!']) {
+            if let Some((_, second)) = self.eat_op(&['!']) {
+                return Err(CalcError {
+                    message: "`!!` is not supported".into(),
+                    position: second,
+                    hint: Some("write (n!)! for the factorial of a factorial"),
+                });
+            }
+            return factorial(&v, pos);
+        }
+        Ok(v)
+    }
+
     fn primary(&mut self) -> Result<Num, CalcError> {
-        let Some(tok) = self.peek().cloned() else {
+        let Some(tok) = self.tokens.get_mut(self.pos) else {
             return err("the expression ends where a number was expected", self.end);
         };
+        // Each token is read once: take it rather than copy a big number.
+        let tok = std::mem::replace(
+            tok,
+            Token {
+                kind: Kind::Comma,
+                pos: tok.pos,
+            },
+        );
         self.pos += 1;
         match tok.kind {
-            Kind::Int(i) => Ok(Num::Int(i)),
-            Kind::Float(f) => Ok(Num::Float(f)),
+            Kind::Number(r, _) => Ok(Num::Exact(r)),
             Kind::LParen => {
                 let v = self.expr()?;
                 self.expect_rparen(tok.pos)?;
@@ -368,15 +784,16 @@ impl Parser {
                     self.call(&name, tok.pos)
                 } else {
                     match name.as_str() {
-                        "pi" => Ok(Num::Float(std::f64::consts::PI)),
-                        "e" => Ok(Num::Float(std::f64::consts::E)),
+                        "pi" | "π" => Ok(Num::Approx(std::f64::consts::PI)),
+                        "e" => Ok(Num::Approx(std::f64::consts::E)),
                         _ if FUNCTIONS.contains(&name.as_str()) => err(
                             format!("the function `{name}` needs its arguments in parentheses, e.g. {name}(2)"),
                             tok.pos,
                         ),
                         _ => err(
                             format!(
-                                "unknown name `{name}`; constants: pi, e; functions: {}",
+                                "unknown name `{}`; constants: pi, e; functions: {}",
+                                clip(&name, EXCERPT_SIDE),
                                 FUNCTIONS.join(", ")
                             ),
                             tok.pos,
@@ -417,7 +834,8 @@ impl Parser {
         if !FUNCTIONS.contains(&name) {
             return err(
                 format!(
-                    "unknown function `{name}`; functions: {}",
+                    "unknown function `{}`; functions: {}",
+                    clip(name, EXCERPT_SIDE),
                     FUNCTIONS.join(", ")
                 ),
                 pos,
@@ -438,150 +856,404 @@ impl Parser {
     }
 }
 
-fn float_result(x: f64, what: &str, pos: usize) -> Result<Num, CalcError> {
-    if x.is_finite() {
-        Ok(Num::Float(x))
-    } else if x.is_nan() {
-        err(format!("{what} is not a real number"), pos)
-    } else {
-        err(format!("overflow: {what} is too large"), pos)
-    }
-}
-
-/// An integer-valued float back to an exact integer when it fits.
-fn to_int_if_whole(x: f64) -> Num {
-    if x.fract() == 0.0 && x.abs() < 1e30 {
-        Num::Int(x as i128)
-    } else {
-        Num::Float(x)
+/// Orders two values: exactly when both are exact.
+fn compare(a: &Num, b: &Num) -> Ordering {
+    match (a, b) {
+        (Num::Exact(x), Num::Exact(y)) => x.cmp(y),
+        _ => a
+            .as_f64()
+            .partial_cmp(&b.as_f64())
+            .unwrap_or(Ordering::Equal),
     }
 }
 
 fn apply(name: &str, args: &[Num], pos: usize) -> Result<Num, CalcError> {
-    let arity = |n: usize| -> Result<(), CalcError> {
-        if args.len() != n {
-            return err(
-                format!(
-                    "`{name}` takes {n} argument{}, got {}",
-                    if n == 1 { "" } else { "s" },
-                    args.len()
-                ),
-                pos,
-            );
+    let arity = |range: std::ops::RangeInclusive<usize>| -> Result<(), CalcError> {
+        if range.contains(&args.len()) {
+            return Ok(());
         }
-        Ok(())
+        let (lo, hi) = (*range.start(), *range.end());
+        let want = if lo == hi {
+            format!("{lo} argument{}", if lo == 1 { "" } else { "s" })
+        } else {
+            format!("{lo} or {hi} arguments")
+        };
+        err(format!("`{name}` takes {want}, got {}", args.len()), pos)
     };
     match name {
-        "min" | "max" => {
+        "min" | "max" | "gcd" | "lcm" => {
             let Some(first) = args.first() else {
                 return err(format!("`{name}` needs at least one argument"), pos);
             };
-            let mut best = *first;
+            if name == "gcd" || name == "lcm" {
+                return gcd_lcm(name, args, pos);
+            }
+            let mut best = first;
             for a in &args[1..] {
-                let better = if name == "min" {
-                    a.as_f64() < best.as_f64()
-                } else {
-                    a.as_f64() > best.as_f64()
-                };
-                if better {
-                    best = *a;
+                let order = compare(a, best);
+                if (name == "min" && order == Ordering::Less)
+                    || (name == "max" && order == Ordering::Greater)
+                {
+                    best = a;
                 }
             }
-            Ok(best)
+            Ok(best.clone())
+        }
+        "round" | "floor" | "ceil" => {
+            arity(1..=2)?;
+            rounding(name, &args[0], args.get(1), pos)
         }
         _ => {
-            arity(1)?;
-            let a = args[0];
-            let x = a.as_f64();
+            arity(1..=1)?;
+            let a = &args[0];
             match name {
-                "abs" => match a {
-                    Num::Int(i) => i
-                        .checked_abs()
-                        .map(Num::Int)
-                        .map_or_else(|| err("overflow in abs", pos), Ok),
-                    Num::Float(f) => Ok(Num::Float(f.abs())),
-                },
-                "round" | "floor" | "ceil" => match a {
-                    Num::Int(_) => Ok(a),
-                    Num::Float(f) => {
-                        let r = match name {
-                            // Half away from zero, as people round by hand.
-                            "round" => f.round(),
-                            "floor" => f.floor(),
-                            _ => f.ceil(),
-                        };
-                        Ok(to_int_if_whole(r))
-                    }
-                },
-                "sqrt" => {
-                    if x < 0.0 {
-                        return err(format!("sqrt of a negative number ({a})"), pos);
-                    }
-                    let r = x.sqrt();
-                    match a {
-                        Num::Int(_) if r.fract() == 0.0 => Ok(to_int_if_whole(r)),
-                        _ => float_result(r, "sqrt", pos),
-                    }
-                }
-                "ln" | "log10" => {
-                    if x <= 0.0 {
-                        return err(
-                            format!("{name} of {a}: the logarithm needs a number above 0"),
-                            pos,
-                        );
-                    }
-                    float_result(if name == "ln" { x.ln() } else { x.log10() }, name, pos)
-                }
-                "exp" => float_result(x.exp(), &format!("exp({a})"), pos),
-                "sin" => float_result(x.sin(), "sin", pos),
-                "cos" => float_result(x.cos(), "cos", pos),
-                "tan" => float_result(x.tan(), "tan", pos),
+                "abs" => Ok(match a {
+                    Num::Exact(r) => Num::Exact(r.abs()),
+                    Num::Approx(f) => Num::Approx(f.abs()),
+                }),
+                "factorial" => factorial(a, pos),
+                "sqrt" => sqrt(a, pos),
+                "ln" | "log10" => log(name, a, pos),
+                "exp" if a.is_zero() => Ok(Num::from(1i64)),
+                "exp" => float_result(to_float(a, pos)?.exp(), &format!("exp({})", brief(a)), pos),
+                "sin" | "tan" if a.is_zero() => Ok(Num::from(0i64)),
+                "cos" if a.is_zero() => Ok(Num::from(1i64)),
+                "sin" => float_result(to_float(a, pos)?.sin(), "sin", pos),
+                "cos" => float_result(to_float(a, pos)?.cos(), "cos", pos),
+                "tan" => float_result(to_float(a, pos)?.tan(), "tan", pos),
                 _ => err(format!("unknown function `{name}`"), pos),
             }
         }
     }
 }
 
-fn binary(op: char, a: Num, b: Num, pos: usize) -> Result<Num, CalcError> {
-    let is_zero = match b {
-        Num::Int(0) => true,
-        Num::Float(f) => f == 0.0,
-        _ => false,
-    };
-    if (op == '/' || op == '%') && is_zero {
-        return err(format!("division by zero ({a} {op} {b})"), pos);
-    }
-    if let (Num::Int(x), Num::Int(y)) = (a, b) {
-        let exact = match op {
-            '+' => x.checked_add(y),
-            '-' => x.checked_sub(y),
-            '*' => x.checked_mul(y),
-            '%' => x.checked_rem(y),
-            '/' if x.checked_rem(y) == Some(0) => x.checked_div(y),
-            '/' => None,
-            '^' if y >= 0 => u32::try_from(y).ok().and_then(|e| x.checked_pow(e)),
-            _ => None,
+/// `gcd(...)` or `lcm(...)` of whole numbers.
+fn gcd_lcm(name: &str, args: &[Num], pos: usize) -> Result<Num, CalcError> {
+    let mut acc: Option<BigInt> = None;
+    for a in args {
+        let Some(n) = a.to_integer() else {
+            return err(
+                format!("`{name}` needs whole numbers, got {}", brief(a)),
+                pos,
+            );
         };
-        if let Some(v) = exact {
-            return Ok(Num::Int(v));
+        acc = Some(match acc {
+            None => n.abs(),
+            Some(m) if name == "gcd" => m.gcd(&n),
+            Some(m) => {
+                let l = m.lcm(&n);
+                exact(BigRational::from_integer(l.clone()), "the lcm", pos)?;
+                l
+            }
+        });
+    }
+    Ok(Num::from(acc.unwrap_or_default()))
+}
+
+/// `round`, `floor` or `ceil` of `x`, to `digits` decimal places (0 by default). An exact value
+/// stays exact; a float whose rounded value is a float integer's worth of digits becomes exact.
+fn rounding(name: &str, x: &Num, digits: Option<&Num>, pos: usize) -> Result<Num, CalcError> {
+    let d: i64 = match digits {
+        None => 0,
+        Some(n) => match n.to_integer().and_then(|i| i.to_i64()) {
+            Some(d) if d.unsigned_abs() <= MAX_DIGITS => d,
+            _ => {
+                return err(
+                    format!(
+                        "the digits of `{name}` must be a whole number from -{MAX_DIGITS} to {MAX_DIGITS}, got {}",
+                        brief(n)
+                    ),
+                    pos,
+                )
+            }
+        },
+    };
+    let round = |r: &BigRational| -> BigRational {
+        match name {
+            // Half away from zero, as people round by hand.
+            "round" => r.round(),
+            "floor" => r.floor(),
+            _ => r.ceil(),
+        }
+    };
+    let scale = BigRational::from_integer(ten_pow(d.unsigned_abs()));
+    let (up, down) = if d >= 0 {
+        (scale.clone(), scale.recip())
+    } else {
+        (scale.recip(), scale)
+    };
+    let value = match x {
+        Num::Exact(r) => r.clone(),
+        Num::Approx(f) => {
+            let scaled = f * 10f64.powi(d as i32);
+            // Below 2^53 every whole float is exact, so the rounded value is too.
+            match BigRational::from_float(*f) {
+                Some(r) if scaled.abs() < 9.007_199_254_740_992e15 => r,
+                _ => {
+                    let r = match name {
+                        "round" => scaled.round(),
+                        "floor" => scaled.floor(),
+                        _ => scaled.ceil(),
+                    };
+                    return float_result(r / 10f64.powi(d as i32), name, pos);
+                }
+            }
+        }
+    };
+    exact(round(&(value * up)) * down, &format!("`{name}`"), pos)
+}
+
+/// `n!` of a whole `n ≥ 0`, sized by Stirling's formula before it is computed.
+fn factorial(a: &Num, pos: usize) -> Result<Num, CalcError> {
+    let n = match a.to_integer() {
+        Some(n) if !n.is_negative() => n,
+        _ => {
+            return err(
+                format!("factorial needs a whole number 0 or more, got {}", brief(a)),
+                pos,
+            )
+        }
+    };
+    let what = format!("factorial({})", brief(a));
+    let Some(n) = n.to_u64() else {
+        return Err(too_big(&what, f64::INFINITY, pos));
+    };
+    let digits = if n < 2 {
+        1.0
+    } else {
+        let x = n as f64;
+        (x * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI * x).ln() + 1.0 / (12.0 * x))
+            / std::f64::consts::LN_10
+            + 1.0
+    };
+    if digits > MAX_DIGITS as f64 + 1.0 {
+        return Err(too_big(&what, digits, pos));
+    }
+    let mut acc = BigInt::one();
+    for k in 2..=n {
+        acc *= k;
+    }
+    exact(BigRational::from_integer(acc), &what, pos)
+}
+
+/// The square root: exact for a square fraction, else a float from a 60-bit integer root.
+fn sqrt(a: &Num, pos: usize) -> Result<Num, CalcError> {
+    let r = match a {
+        Num::Approx(x) if *x < 0.0 => {
+            return err(format!("sqrt of a negative number ({})", brief(a)), pos)
+        }
+        Num::Approx(x) => return float_result(x.sqrt(), "sqrt", pos),
+        Num::Exact(r) => r,
+    };
+    if r.is_negative() {
+        return err(format!("sqrt of a negative number ({})", brief(a)), pos);
+    }
+    let (p, q) = (r.numer(), r.denom());
+    let (sp, sq) = (p.sqrt(), q.sqrt());
+    if &(&sp * &sp) == p && &(&sq * &sq) == q {
+        return Ok(Num::Exact(BigRational::new(sp, sq)));
+    }
+    // sqrt(p/q) = isqrt(p·4^j / q) / 2^j, with j chosen for a root of about 60 bits.
+    let j = (120 + q.bits() as i64 - p.bits() as i64).div_euclid(2);
+    let scaled = if j >= 0 {
+        (p << (2 * j as u64)) / q
+    } else {
+        p / (q << (2 * j.unsigned_abs()))
+    };
+    let root = scaled.sqrt();
+    let two_j = BigInt::one() << j.unsigned_abs();
+    let value = if j >= 0 {
+        BigRational::new(root, two_j)
+    } else {
+        BigRational::from_integer(root * two_j)
+    };
+    float_result(value.to_f64().unwrap_or(f64::NAN), "sqrt", pos)
+}
+
+/// `ln` or `log10`: exact for `ln(1)` and for `log10` of a power of ten.
+fn log(name: &str, a: &Num, pos: usize) -> Result<Num, CalcError> {
+    let positive = match a {
+        Num::Exact(r) => r.is_positive(),
+        Num::Approx(x) => *x > 0.0,
+    };
+    if !positive {
+        return err(
+            format!(
+                "{name} of {}: the logarithm needs a number above 0",
+                brief(a)
+            ),
+            pos,
+        );
+    }
+    let ln = match a {
+        Num::Approx(x) if name == "ln" => return float_result(x.ln(), name, pos),
+        Num::Approx(x) => return float_result(x.log10(), name, pos),
+        Num::Exact(r) => {
+            if r.is_one() {
+                return Ok(Num::from(0i64));
+            }
+            if name == "log10" {
+                if r.denom().is_one() {
+                    if let Some(k) = power_of_ten(r.numer()) {
+                        return Ok(Num::from(k as i64));
+                    }
+                } else if r.numer().is_one() {
+                    if let Some(k) = power_of_ten(r.denom()) {
+                        return Ok(Num::from(-(k as i64)));
+                    }
+                }
+                if let Some(f) = r.to_f64().filter(|f| f.is_normal()) {
+                    if !(0.5..2.0).contains(&f) {
+                        return float_result(f.log10(), name, pos);
+                    }
+                }
+            }
+            ln_rat(r)
+        }
+    };
+    let v = if name == "ln" {
+        ln
+    } else {
+        ln / std::f64::consts::LN_10
+    };
+    float_result(v, name, pos)
+}
+
+/// `a ^ b`: exact for an exact base and an integer exponent, or a fractional exponent whose
+/// root is exact; a float otherwise.
+fn power(a: Num, b: Num, pos: usize) -> Result<Num, CalcError> {
+    if let (Num::Exact(x), Num::Exact(y)) = (&a, &b) {
+        if y.is_integer() {
+            return int_power(x, y.numer(), pos);
+        }
+        return rational_power(x, y, pos);
+    }
+    let x = to_float(&a, pos)?;
+    let y = to_float(&b, pos)?;
+    let what = format!("{} ^ {}", brief(&a), brief(&b));
+    if x == 0.0 && y < 0.0 {
+        return err(format!("division by zero ({what})"), pos);
+    }
+    float_result(x.powf(y), &what, pos)
+}
+
+/// `x ^ n` exactly, sized before it is computed.
+fn int_power(x: &BigRational, n: &BigInt, pos: usize) -> Result<Num, CalcError> {
+    let what = format!(
+        "{} ^ {}",
+        brief(&Num::Exact(x.clone())),
+        brief(&Num::from(n.clone()))
+    );
+    if x.is_zero() {
+        return match n.sign() {
+            Sign::Plus => Ok(Num::from(0i64)),
+            Sign::NoSign => Ok(Num::from(1i64)),
+            Sign::Minus => err(format!("division by zero ({what})"), pos),
+        };
+    }
+    if n.is_zero() {
+        return Ok(Num::from(1i64));
+    }
+    if x.denom().is_one() && x.numer().magnitude().is_one() {
+        let minus = x.is_negative() && n.is_odd();
+        return Ok(Num::from(if minus { -1i64 } else { 1 }));
+    }
+    // The larger of numerator and denominator sets the size: |n| · log10 of it.
+    let size = log10_abs(x.numer()).max(log10_abs(x.denom()));
+    let times = n.magnitude().to_f64().unwrap_or(f64::INFINITY);
+    let digits = times * size + 1.0;
+    if digits > MAX_DIGITS as f64 + 1.0 {
+        return Err(too_big(&what, digits, pos));
+    }
+    let Some(e) = n.magnitude().to_u32() else {
+        return Err(too_big(&what, digits, pos));
+    };
+    let (p, q) = (x.numer().pow(e), x.denom().pow(e));
+    let r = if n.is_positive() {
+        BigRational::new(p, q)
+    } else {
+        BigRational::new(q, p)
+    };
+    exact(r, &what, pos)
+}
+
+/// `x ^ (m/k)` for `k ≥ 2`: exact when `x` is a perfect `k`-th power, a float otherwise.
+fn rational_power(x: &BigRational, y: &BigRational, pos: usize) -> Result<Num, CalcError> {
+    let (m, k) = (y.numer(), y.denom());
+    let what = format!(
+        "{} ^ {}",
+        brief(&Num::Exact(x.clone())),
+        brief(&Num::Exact(y.clone()))
+    );
+    if x.is_zero() {
+        return if m.is_positive() {
+            Ok(Num::from(0i64))
+        } else {
+            err(format!("division by zero ({what})"), pos)
+        };
+    }
+    if x.is_negative() && k.is_even() {
+        return err(
+            format!("{what} is not a real number (an even root of a negative number)"),
+            pos,
+        );
+    }
+    if let Some(k32) = k.to_u32() {
+        let p = x.numer().abs();
+        let q = x.denom();
+        let (rp, rq) = (p.nth_root(k32), q.nth_root(k32));
+        // Both roots are at most the numbers themselves, so these powers stay small.
+        if rp.pow(k32) == p && &rq.pow(k32) == q {
+            let rp = if x.is_negative() { -rp } else { rp };
+            return int_power(&BigRational::new(rp, rq), m, pos);
         }
     }
-    let (x, y) = (a.as_f64(), b.as_f64());
-    let r = match op {
-        '+' => x + y,
-        '-' => x - y,
-        '*' => x * y,
-        '/' => x / y,
-        '%' => x % y,
-        _ => x.powf(y),
+    let yf = y.to_f64().unwrap_or(f64::NAN);
+    let ax = x.abs();
+    let magnitude = match ax.to_f64().filter(|f| f.is_normal()) {
+        Some(f) => f.powf(yf),
+        None => (yf * ln_rat(&ax)).exp(),
     };
-    if r.is_nan() {
-        return err(format!("{a} {op} {b} is not a real number"), pos);
+    // An odd root of a negative number is negative; raised to an even power, positive.
+    let sign = if x.is_negative() && m.is_odd() {
+        -1.0
+    } else {
+        1.0
+    };
+    float_result(sign * magnitude, &what, pos)
+}
+
+fn binary(op: char, a: Num, b: Num, pos: usize) -> Result<Num, CalcError> {
+    if (op == '/' || op == '%') && b.is_zero() {
+        return err(
+            format!("division by zero ({} {op} {})", brief(&a), brief(&b)),
+            pos,
+        );
     }
-    if !r.is_finite() {
-        return err(format!("overflow: {a} {op} {b} is too large"), pos);
+    match (&a, &b) {
+        (Num::Exact(x), Num::Exact(y)) => {
+            let r = match op {
+                '+' => x + y,
+                '-' => x - y,
+                '*' => x * y,
+                '/' => x / y,
+                // The remainder keeps the sign of the dividend: x - y·trunc(x/y).
+                _ => x - y * (x / y).trunc(),
+            };
+            exact(r, &format!("{} {op} {}", brief(&a), brief(&b)), pos)
+        }
+        _ => {
+            let (x, y) = (to_float(&a, pos)?, to_float(&b, pos)?);
+            let r = match op {
+                '+' => x + y,
+                '-' => x - y,
+                '*' => x * y,
+                '/' => x / y,
+                _ => x % y,
+            };
+            float_result(r, &format!("{} {op} {}", brief(&a), brief(&b)), pos)
+        }
     }
-    Ok(Num::Float(r))
 }
 
 /// The arguments of `calculator`.
@@ -602,9 +1274,11 @@ impl Tool for CalculatorTool {
     }
 
     fn description(&self) -> String {
-        "Evaluates one arithmetic expression exactly: + - * / % ^, parentheses, \
-         sqrt ln log10 exp abs round floor ceil min max sin cos tan, constants pi and e. \
-         Use it for any arithmetic instead of computing in your head."
+        "Evaluates one arithmetic expression. Whole numbers, decimals and fractions are exact up \
+         to 1000 digits (1/3 gives 1/3 ≈ 0.333333333333); + - * / % ^ ! (factorial), \
+         parentheses, sqrt ln log10 exp abs round floor ceil min max sin cos tan factorial gcd \
+         lcm, constants pi and e. A result starting with ≈ is floating point, rounded to 12 \
+         digits. Use it for any arithmetic instead of computing in your head."
             .into()
     }
 
@@ -617,10 +1291,10 @@ impl Tool for CalculatorTool {
         match evaluate(&args.expression) {
             Ok(v) => Ok(Observation::new(v.to_string())),
             Err(e) => Err(ToolError::invalid(format!(
-                "cannot evaluate `{}`: {e}",
-                args.expression
+                "cannot evaluate {}: {e}",
+                excerpt(&args.expression, e.position)
             ))
-            .with_hint("write one expression with numbers, + - * / % ^, parentheses and the listed functions")),
+            .with_hint(e.hint.unwrap_or(GENERAL_HINT))),
         }
     }
 }
@@ -633,6 +1307,13 @@ mod tests {
         evaluate(s)
             .map(|v| v.to_string())
             .unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    fn fails(s: &str) -> CalcError {
+        match evaluate(s) {
+            Ok(v) => panic!("{s} gave {v}"),
+            Err(e) => e,
+        }
     }
 
     #[test]
@@ -650,7 +1331,126 @@ mod tests {
         assert_eq!(ok("max(1, 7, 3)"), "7");
         assert_eq!(ok("2^-1"), "0.5");
         assert_eq!(ok("17 % 5"), "2");
-        assert_eq!(ok("2^200"), "1.60693804426e60");
+        // Issue 16: 2^200 was the float 1.60693804426e60.
+        assert_eq!(
+            ok("2^200"),
+            "1606938044258990275541962092341162602522202993782792835301376"
+        );
+    }
+
+    #[test]
+    fn big_and_small_values_are_exact() {
+        // Issue 16: these were rounded through f64 (1e55, 1.7014118346e38, 1e39, 0).
+        assert_eq!(
+            ok("99999999999999999999999999999*99999999999999999999999999"),
+            "9999999999999999999999999899900000000000000000000000001"
+        );
+        assert_eq!(ok("2^127"), "170141183460469231731687303715884105728");
+        assert_eq!(ok("10^39+1"), "1000000000000000000000000000000000000001");
+        assert_eq!(ok("1/10^400"), "1e-400");
+        assert_eq!(ok("3/10^20"), "3e-20");
+        assert_eq!(ok("-1.25e-12"), "-1.25e-12");
+        assert_eq!(ok("0.000001"), "0.000001");
+        // 2^-1075 is 752 significant digits, written out exactly in scientific notation.
+        let tiny = ok("2^-1075");
+        assert!(tiny.starts_with("2.4703282292062327208828439643"), "{tiny}");
+        assert!(tiny.ends_with("98591327667236328125e-324"), "{tiny}");
+        assert_eq!(tiny.len(), 758);
+        // A longer exact decimal is shown as the fraction and its rounding.
+        let tinier = ok("2^-3000");
+        assert!(tinier.starts_with("1/"), "{tinier}");
+        assert!(tinier.contains(" ≈ "), "{tinier}");
+        assert_eq!(ok("2^-1075 * 2^1075"), "1");
+    }
+
+    #[test]
+    fn fractions_show_the_exact_value_and_a_rounded_decimal() {
+        assert_eq!(ok("1/3"), "1/3 ≈ 0.333333333333");
+        assert_eq!(ok("-2/3"), "-2/3 ≈ -0.666666666667");
+        assert_eq!(ok("1/3*3"), "1");
+        assert_eq!(ok("10^20/3"), "100000000000000000000/3 ≈ 3.33333333333e19");
+        assert_eq!(ok("(1/3)^2"), "1/9 ≈ 0.111111111111");
+        assert_eq!(ok("1/7 % (1/21)"), "0");
+        assert_eq!(ok("-7.5 % 2"), "-1.5");
+    }
+
+    #[test]
+    fn irrational_results_are_marked_approximate() {
+        assert_eq!(ok("sqrt(2)"), "≈ 1.41421356237");
+        assert_eq!(ok("pi"), "≈ 3.14159265359");
+        assert_eq!(ok("2^0.5"), "≈ 1.41421356237");
+        assert_eq!(ok("ln(10)"), "≈ 2.30258509299");
+        assert_eq!(ok("sqrt(10^600 * 2)"), "≈ 1.41421356237e300");
+        assert_eq!(ok("log10(10^500 * 2)"), "≈ 500.301029996");
+        assert_eq!(ok("ln(1 + 10^-30)"), "≈ 1e-30");
+        // Exact where the answer is rational.
+        assert_eq!(ok("sqrt(2.25)"), "1.5");
+        assert_eq!(ok("8^(1/3)"), "2");
+        assert_eq!(ok("(-8)^(1/3)"), "-2");
+        assert_eq!(ok("27^(2/3)"), "9");
+        assert_eq!(ok("(-2)^(1/3)"), "≈ -1.25992104989");
+        assert_eq!(ok("log10(0.001)"), "-3");
+        assert_eq!(ok("ln(1)"), "0");
+        assert_eq!(ok("exp(0) + sin(0) + cos(0)"), "2");
+        assert_eq!(ok("round(pi * 100) / 100"), "3.14");
+        assert_eq!(ok("round(pi, 4)"), "3.1416");
+        assert_eq!(ok("floor(-2.5)"), "-3");
+        assert_eq!(ok("round(2/3, 3)"), "0.667");
+    }
+
+    #[test]
+    fn factorials_gcd_and_lcm() {
+        assert_eq!(ok("5!"), "120");
+        assert_eq!(ok("factorial(0)"), "1");
+        assert_eq!(ok("-3!"), "-6");
+        assert_eq!(ok("2^3!"), "64");
+        assert_eq!(ok("25!"), "15511210043330985984000000");
+        assert_eq!(ok("gcd(12, 18, -30)"), "6");
+        assert_eq!(ok("lcm(4, 6)"), "12");
+        assert!(fails("3!!").message.contains("`!!`"));
+        assert!(fails("2.5!").message.contains("whole number"));
+        assert!(fails("(-1)!").message.contains("whole number"));
+        assert!(fails("gcd(1.5, 2)").message.contains("whole numbers"));
+    }
+
+    #[test]
+    fn huge_results_are_refused_before_they_are_computed() {
+        for expr in [
+            "10^10^10",
+            "2^(2^40)",
+            "factorial(100000)",
+            "100000!",
+            "factorial(10^30)",
+            "2^99999",
+            "(1/3)^99999",
+            "7^(10^30 + 1/2)",
+            "10^999 * 10^999",
+            "1e1001",
+            "1e-99999999999999999999999",
+            "round(1, 1001)",
+        ] {
+            let start = std::time::Instant::now();
+            let e = fails(expr);
+            assert!(
+                start.elapsed().as_secs() < 2,
+                "{expr} took {:?}",
+                start.elapsed()
+            );
+            assert!(
+                e.message.contains("1000 digits")
+                    || e.message.contains("floating point")
+                    || e.message.contains("from -1000 to 1000"),
+                "{expr}: {e}"
+            );
+        }
+        let e = fails("factorial(100000)");
+        assert!(e.message.contains("about 456574 digits"), "{e}");
+        assert_eq!(e.hint, Some(SIZE_HINT));
+        // At the limit itself, still exact.
+        assert_eq!(ok("10^999").len(), 1000);
+        assert!(fails("10^1000").message.contains("1001 digits"));
+        assert_eq!(ok("(-1)^(10^100)"), "1");
+        assert_eq!(ok("0^(10^100)"), "0");
     }
 
     #[test]
@@ -658,21 +1458,30 @@ mod tests {
         let e = evaluate("1/0").unwrap_err();
         assert!(e.message.contains("division by zero"), "{e}");
         assert_eq!(e.position, 2);
-        assert!(evaluate("2^99999")
-            .unwrap_err()
-            .message
-            .contains("overflow"));
-        assert!(evaluate("sqrt(-1)")
-            .unwrap_err()
-            .message
-            .contains("negative"));
+        assert!(fails("0^-1").message.contains("division by zero"));
+        assert!(fails("sqrt(-1)").message.contains("negative"));
+        assert!(fails("(-8)^(1/2)").message.contains("not a real number"));
+        assert!(fails("exp(1000)").message.contains("floating point"));
         assert!(evaluate("((").is_err());
         let deep = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
-        assert!(evaluate(&deep)
-            .unwrap_err()
-            .message
-            .contains("nests deeper"));
+        assert!(fails(&deep).message.contains("nests deeper"));
         let signs = format!("{}1", "-".repeat(100_000));
         assert_eq!(ok(&signs), "1");
+    }
+
+    #[test]
+    fn messages_and_excerpts_stay_short() {
+        let long_name = format!("1 + {}", "x".repeat(80_000));
+        let e = fails(&long_name);
+        assert!(e.message.len() < 400, "{}", e.message.len());
+        let long_number = format!("{} +", "9".repeat(900));
+        let e = fails(&long_number);
+        assert!(e.message.len() < 400, "{}", e.message.len());
+        let expr = format!("{}+*{}", "1+".repeat(20_000), "1+".repeat(20_000));
+        let e = fails(&expr);
+        let cited = excerpt(&expr, e.position);
+        assert!(cited.chars().count() < 2 * EXCERPT_SIDE + 60, "{cited}");
+        assert!(cited.contains("+*") && cited.contains('…'), "{cited}");
+        assert_eq!(excerpt("1 +", 4), "`1 +`");
     }
 }
