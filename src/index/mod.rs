@@ -556,18 +556,27 @@ pub fn chunk_lines(text: &str) -> Vec<Chunk> {
 /// under /proc report 0 and can hold gigabytes (`/proc/self/pagemap`).
 fn read_text(path: &Path) -> Result<String, String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot be read: {e}"))?;
     let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot be read: {e}"))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "more than {} bytes read although it reports {}, over the {} MiB limit for a document",
-            MAX_FILE_BYTES,
-            std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-            MAX_FILE_BYTES >> 20
-        ));
+    // Whole 64 KiB reads: some kernel files refuse reads of odd sizes (pagemap wants 8-byte
+    // multiples), so no `take` that would end on a 1-byte read.
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot be read: {e}")),
+        };
+        bytes.extend_from_slice(&chunk[..n]);
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!(
+                "more than {} bytes read although it reports {}, over the {} MiB limit for a document",
+                MAX_FILE_BYTES,
+                std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+                MAX_FILE_BYTES >> 20
+            ));
+        }
     }
     let head = &bytes[..bytes.len().min(8192)];
     if head.contains(&0) {

@@ -212,7 +212,7 @@ fn json_lines_answers_each_line_in_order_and_reports_bad_lines() {
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["id"], "a");
     assert_eq!(rows[0]["calls"][0]["name"], "get_weather");
-    assert_eq!(rows[1]["id"], 2);
+    assert_eq!(rows[1]["id"], "line-2");
     assert!(rows[1]["error"]
         .as_str()
         .unwrap()

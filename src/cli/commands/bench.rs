@@ -82,8 +82,8 @@ fn run_agent(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
 
 /// Runs `cairn bench`.
 pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    if args.repetitions == 0 {
-        anyhow::bail!("--repetitions must be at least 1");
+    if args.repetitions == 0 || args.repetitions > 1000 {
+        anyhow::bail!("--repetitions is {}: give 1 to 1000", args.repetitions);
     }
     if args.agent {
         return run_agent(config, args);
