@@ -1,7 +1,7 @@
 //! cairn runs an AI agent entirely offline: a quantized LLM inside the process, every step
 //! decoded under a JSON-schema constraint, local tools, and memory in SQLite.
 //!
-//! The crate is laid out by job (see `design.md` in the project's shared notes):
+//! The crate is laid out by job:
 //!
 //! - [`agent`]: the loop (think → act → observe under the live step schema), prompt building
 //!   within the token budget, retries, circuit breaker, dead-loop detection, stop reasons,

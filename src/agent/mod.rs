@@ -28,7 +28,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// How the loop behaves; every limit the issue tracker and design.md name, with their defaults.
+/// How the loop behaves: every limit of a task (rounds, failures, circuit breaker, retries,
+/// timeout, stop pattern, step tokens, self-check), with their defaults.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
     /// The most rounds (decoded steps) of one task; the last one may only be `final_answer`.

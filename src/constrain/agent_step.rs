@@ -1,4 +1,4 @@
-//! The agent's step schema (design.md, "Constrained decoding"): one JSON object per step,
+//! The agent's step schema: one JSON object per step,
 //! `{"thought": string, "action": tool name, "args": that tool's arguments}`, as an `anyOf`
 //! with one branch per allowed tool plus `final_answer {"answer": string}`. A tool left out
 //! of the list cannot be called; with an empty list only `final_answer` remains, so the step
@@ -10,7 +10,7 @@
 use serde_json::{json, Value};
 
 /// The most characters of `thought`. Measured on the 0.5B model: an unbounded thought tries to
-/// compute the answer inside it and runs on until the token limit (design.md, "Prompt").
+/// compute the answer inside it and runs on until the token limit.
 pub const THOUGHT_MAX_CHARS: u64 = 200;
 
 /// The most characters of a string argument that sets no `maxLength` of its own. Without a

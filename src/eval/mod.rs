@@ -2,7 +2,7 @@
 //! resumable output ([`batch`]), the naive baseline loop ([`naive`]), scoring answers
 //! ([`matches`]) and the metrics report ([`Metrics`], [`report_markdown`]).
 //!
-//! Task lines are design.md's: `{"id", "task", "session"?}`, and suite lines add
+//! Task lines are `{"id", "task", "session"?}`, and suite lines add
 //! `"expect": [strings]` and an optional `"kind"` tag. An answer passes when it contains one of
 //! the expected strings, case-insensitively, with numbers compared numerically ("391.0"
 //! matches "391").
@@ -152,7 +152,8 @@ fn yes() -> bool {
     true
 }
 
-/// One output line of `cairn batch` (design.md's format, plus metrics fields).
+/// One output line of `cairn batch`: id, answer, stop reason, tool calls, tokens and latency,
+/// plus metrics fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputLine {
     /// The task's id.

@@ -1,4 +1,4 @@
-//! `cairn batch IN.jsonl`: many tasks, one output line each (design.md's format), resumable,
+//! `cairn batch IN.jsonl`: many tasks, one output line each ([`OutputLine`]), resumable,
 //! with several jobs and shards; and `cairn eval SUITE.jsonl`: a suite run through cairn's
 //! loop (and the naive baseline), scored, with the metrics report.
 
