@@ -5,16 +5,31 @@
 //! name = "weather"
 //! description = "Today's forecast for a city."
 //! argv = ["python3", "weather.py"]   # run without a shell, in the manifest's folder
-//! timeout_secs = 5                    # optional, default 10
+//! timeout_secs = 5                    # optional, default 10, at most 3600
+//! max_memory_mb = 512                 # optional, default 1024, 16 to 1048576
 //! args = { type = "object", properties = { city = { type = "string" } }, required = ["city"] }
 //! ```
 //!
 //! `args` is a JSON Schema, written as a TOML table or as a string of JSON. At each call the
 //! arguments go to the program's stdin as one line of JSON; its stdout is the observation. A
-//! non-zero exit is `InvalidInput` carrying its stderr; a program still running at the timeout
-//! is killed (with its process group) and the call fails as `Transient`. Unknown fields and
-//! schemas cairn cannot validate are errors when the manifest is loaded, naming the tool and
-//! the field.
+//! non-zero exit is `InvalidInput` carrying its stderr.
+//!
+//! Each call has a budget:
+//! - **time**: the program runs in its own process group, and the call lasts until the program
+//!   has exited *and* its stdout and stderr are closed (a background child that holds them
+//!   keeps the call going). At `timeout_secs` the whole group is killed and the call fails as
+//!   `Timeout` (not retried). When the call ends normally, whatever the program left running
+//!   in its group is killed too. A process that leaves the group (`setsid`) escapes this.
+//! - **output**: at most [`MAX_OUTPUT_BYTES`] of stdout and of stderr are kept in memory; the
+//!   rest is read and dropped, so the program can finish, and the observation says how many
+//!   characters were cut.
+//! - **memory**: each process of the tool gets `RLIMIT_DATA` (heap and other private writable
+//!   memory) of `max_memory_mb`; an allocation beyond it fails in the program (Python raises
+//!   `MemoryError`), and the failure names the limit.
+//!
+//! Unknown fields, schemas cairn cannot validate, bad limits, and names that are not valid,
+//! repeated, or taken by a built-in tool (`sql`, `calculator`, `search`, `recall`) or by
+//! `final_answer` are errors when the manifest is loaded, naming the tool and the field.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -29,6 +44,24 @@ use super::{Observation, Tool, ToolError};
 
 /// How long a manifest tool may run when its entry gives no `timeout_secs`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most `timeout_secs` may be.
+pub const MAX_TIMEOUT_SECS: f64 = 3600.0;
+
+/// The memory limit (`RLIMIT_DATA`, per process) when an entry gives no `max_memory_mb`: room
+/// for ordinary programs (a Python interpreter with its libraries), not for a runaway one.
+pub const DEFAULT_MAX_MEMORY_MB: u64 = 1024;
+
+/// The least and the most `max_memory_mb` may be.
+pub const MEMORY_MB_RANGE: std::ops::RangeInclusive<u64> = 16..=1_048_576;
+
+/// How many bytes of a program's stdout, and of its stderr, a call keeps in memory; the rest
+/// is read and dropped. Far more than an observation shows (the registry cuts at 2,000
+/// characters by default).
+pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// Names a manifest tool cannot take: the built-in tools and the agent's `final_answer`.
+pub const RESERVED_NAMES: [&str; 5] = ["final_answer", "sql", "calculator", "search", "recall"];
 
 /// Why a manifest could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +130,8 @@ struct ToolEntry {
     args: Value,
     #[serde(default)]
     timeout_secs: Option<f64>,
+    #[serde(default)]
+    max_memory_mb: Option<i64>,
 }
 
 /// A loaded manifest: its tools, checked.
@@ -127,13 +162,36 @@ impl Manifest {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
-        let mut tools = Vec::new();
+        let mut tools: Vec<CommandTool> = Vec::new();
         for entry in file.tool {
             let invalid = |message: String| ManifestError::Invalid {
                 path: path.to_path_buf(),
                 tool: entry.name.clone(),
                 message,
             };
+            if !super::valid_tool_name(&entry.name) {
+                return Err(invalid(format!(
+                    "the name `{}` is not valid: use 1-64 letters, digits, `_` or `-`, starting with a letter",
+                    entry.name
+                )));
+            }
+            if entry.name == "final_answer" {
+                return Err(invalid(
+                    "`final_answer` is the action the agent answers with, not a tool name; rename this tool in the manifest".into(),
+                ));
+            }
+            if RESERVED_NAMES.contains(&entry.name.as_str()) {
+                return Err(invalid(format!(
+                    "`{0}` is the name of a built-in tool (built-ins: sql, calculator, search, recall); rename this tool in the manifest, e.g. `my_{0}`",
+                    entry.name
+                )));
+            }
+            if tools.iter().any(|t| t.name == entry.name) {
+                return Err(invalid(format!(
+                    "the name `{}` is declared twice in the manifest; give each tool its own name",
+                    entry.name
+                )));
+            }
             if entry.argv.is_empty() || entry.argv[0].trim().is_empty() {
                 return Err(invalid(
                     "`argv` is empty; give the program and its arguments, e.g. [\"python3\", \"tool.py\"]".into(),
@@ -141,10 +199,25 @@ impl Manifest {
             }
             let timeout = match entry.timeout_secs {
                 None => DEFAULT_TIMEOUT,
-                Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
+                Some(s) if s.is_finite() && s > 0.0 && s <= MAX_TIMEOUT_SECS => {
+                    Duration::from_secs_f64(s)
+                }
                 Some(s) => {
                     return Err(invalid(format!(
-                        "`timeout_secs` is {s}; give a number of seconds above 0 and at most 3600"
+                        "`timeout_secs` is {s}; give a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
+                    )))
+                }
+            };
+            let max_memory_mb = match entry.max_memory_mb {
+                None => DEFAULT_MAX_MEMORY_MB,
+                Some(mb) if u64::try_from(mb).is_ok_and(|mb| MEMORY_MB_RANGE.contains(&mb)) => {
+                    mb as u64
+                }
+                Some(mb) => {
+                    return Err(invalid(format!(
+                        "`max_memory_mb` is {mb}; give a whole number of megabytes from {} to {} (default {DEFAULT_MAX_MEMORY_MB})",
+                        MEMORY_MB_RANGE.start(),
+                        MEMORY_MB_RANGE.end()
                     )))
                 }
             };
@@ -181,6 +254,7 @@ impl Manifest {
                 args: entry.argv[1..].to_vec(),
                 schema,
                 timeout,
+                max_memory_mb,
                 dir: dir.to_path_buf(),
             });
         }
@@ -219,13 +293,26 @@ pub struct CommandTool {
     args: Vec<String>,
     schema: Value,
     timeout: Duration,
+    max_memory_mb: u64,
     dir: PathBuf,
 }
 
 impl CommandTool {
-    /// How long one run may take before it is killed.
+    /// How long one run may take before it is killed with its process group.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// The memory limit of each of its processes, in MB (`RLIMIT_DATA`).
+    pub fn max_memory_mb(&self) -> u64 {
+        self.max_memory_mb
+    }
+
+    /// The same tool with its timeout lowered to `limit` if it was longer: the registry stops
+    /// waiting at its own timeout, and the program should not outlive the call.
+    pub fn with_timeout_at_most(mut self, limit: Duration) -> Self {
+        self.timeout = self.timeout.min(limit);
+        self
     }
 }
 
@@ -237,6 +324,45 @@ fn cap(s: &str, n: usize) -> String {
     } else {
         t.to_string()
     }
+}
+
+/// What a call kept of one output stream.
+#[derive(Debug, Default)]
+struct Captured {
+    /// The first bytes, at most [`MAX_OUTPUT_BYTES`], ending on a whole UTF-8 character.
+    kept: Vec<u8>,
+    /// About how many characters were read and dropped after those (bytes that start a UTF-8
+    /// character).
+    dropped_chars: usize,
+}
+
+/// Reads `r` to its end, keeping the first [`MAX_OUTPUT_BYTES`] and dropping the rest, so a
+/// program that prints without end costs a call no more memory than that.
+fn capture(mut r: impl Read) -> Captured {
+    let mut c = Captured::default();
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let room = MAX_OUTPUT_BYTES - c.kept.len();
+        let keep = n.min(room);
+        c.kept.extend_from_slice(&buf[..keep]);
+        c.dropped_chars += buf[keep..n].iter().filter(|&&b| b & 0xc0 != 0x80).count();
+    }
+    if c.dropped_chars > 0 {
+        // The cut may have split a character: drop its first bytes too.
+        if let Err(e) = std::str::from_utf8(&c.kept) {
+            if e.error_len().is_none() {
+                c.kept.truncate(e.valid_up_to());
+                c.dropped_chars += 1;
+            }
+        }
+    }
+    c
 }
 
 impl Tool for CommandTool {
@@ -264,6 +390,17 @@ impl Tool for CommandTool {
             use std::os::unix::process::CommandExt;
             // Its own process group, so a timeout kills whatever it started too.
             cmd.process_group(0);
+            let limit = data_limit(self.max_memory_mb);
+            // SAFETY: setrlimit(2) is async-signal-safe and changes only the child's own
+            // limits; `limit` was computed before the fork.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
         let mut spawned = cmd.spawn();
         // A program file that was just written may still be open for writing in a process
@@ -284,6 +421,7 @@ impl Tool for CommandTool {
                 self.name
             ))
         })?;
+        let start = Instant::now();
         let input = format!("{args}\n");
         if let Some(mut stdin) = child.stdin.take() {
             // A program that exits without reading its input is fine: ignore a broken pipe.
@@ -291,71 +429,159 @@ impl Tool for CommandTool {
                 let _ = stdin.write_all(input.as_bytes());
             });
         }
-        let read_all = |r: Option<Box<dyn Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                if let Some(mut r) = r {
-                    let _ = r.read_to_end(&mut buf);
-                }
-                buf
-            })
+        let out_reader = child
+            .stdout
+            .take()
+            .map(|s| std::thread::spawn(|| capture(s)));
+        let err_reader = child
+            .stderr
+            .take()
+            .map(|s| std::thread::spawn(|| capture(s)));
+        let closed = |r: &Option<std::thread::JoinHandle<Captured>>| {
+            r.as_ref().is_none_or(|h| h.is_finished())
         };
-        let out_reader = read_all(
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        );
-        let err_reader = read_all(
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        );
-        let start = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if start.elapsed() >= self.timeout => {
-                    kill_group(&mut child);
-                    // The readers are not joined: a grandchild may still hold the pipes.
-                    return Err(ToolError::transient(format!(
-                        "tool `{}` did not finish within {:.1} s and was killed",
-                        self.name,
-                        self.timeout.as_secs_f64()
-                    )));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(e) => {
-                    kill_group(&mut child);
-                    return Err(ToolError::transient(format!(
-                        "cannot wait for tool `{}`: {e}",
-                        self.name
-                    )));
+        // The call lasts until the program has exited and its output pipes are closed: a
+        // child it left in the background may hold them, and is the program's work too.
+        let mut exited = false;
+        let timed_out = loop {
+            if !exited {
+                match has_exited(&mut child) {
+                    Ok(e) => exited = e,
+                    Err(e) => {
+                        let _ = kill_group(&mut child);
+                        return Err(ToolError::transient(format!(
+                            "cannot wait for tool `{}`: {e}",
+                            self.name
+                        )));
+                    }
                 }
             }
+            if exited && closed(&out_reader) && closed(&err_reader) {
+                break false;
+            }
+            let left = self.timeout.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                break true;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(5)));
         };
-        let stdout = out_reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        let stdout = String::from_utf8_lossy(&stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&stderr).into_owned();
-        if !status.success() {
-            let code = status
-                .code()
-                .map(|c| format!("exit code {c}"))
-                .unwrap_or_else(|| "a signal".into());
-            let detail = if stderr.trim().is_empty() {
-                cap(&stdout, 1000)
-            } else {
-                cap(&stderr, 1000)
-            };
-            return Err(ToolError::invalid(format!(
-                "tool `{}` failed with {code}: {detail}",
-                self.name
-            )));
+        // The call is over: nothing it started may go on running. The program itself is not
+        // reaped before this, so its process group id cannot be taken by another process.
+        let status = kill_group(&mut child);
+        if timed_out {
+            // The readers are not joined: a process that left the group may hold the pipes.
+            return Err(ToolError::timeout(format!(
+                "tool `{}` did not finish within {:.1} s (its timeout) and was killed, with every process it started",
+                self.name,
+                self.timeout.as_secs_f64()
+            ))
+            .with_hint("ask for less at once, or use another tool"));
         }
-        Ok(Observation::new(stdout.trim_end().to_string()))
+        let join = |r: Option<std::thread::JoinHandle<Captured>>| {
+            r.and_then(|h| h.join().ok()).unwrap_or_default()
+        };
+        let stdout = join(out_reader);
+        let stderr = join(err_reader);
+        let text = String::from_utf8_lossy(&stdout.kept);
+        let errs = String::from_utf8_lossy(&stderr.kept);
+        let status = status.map_err(|e| {
+            ToolError::transient(format!("cannot wait for tool `{}`: {e}", self.name))
+        })?;
+        if !status.success() {
+            let how = exit_text(&status);
+            let detail = if errs.trim().is_empty() {
+                cap(&text, 1000)
+            } else {
+                cap(&errs, 1000)
+            };
+            let mut message = format!("tool `{}` failed with {how}: {detail}", self.name);
+            if detail.to_lowercase().contains("memory") {
+                message.push_str(&format!(
+                    " (each of its processes may use at most {} MB: `max_memory_mb` in the manifest)",
+                    self.max_memory_mb
+                ));
+            }
+            return Err(ToolError::invalid(message));
+        }
+        let mut obs = Observation::new(text.trim_end());
+        obs.cut_chars = stdout.dropped_chars;
+        Ok(obs)
     }
+}
+
+/// How the program ended, for an error message: `exit code 3`, `signal 9`.
+fn exit_text(status: &std::process::ExitStatus) -> String {
+    if let Some(c) = status.code() {
+        return format!("exit code {c}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return format!("signal {sig}");
+        }
+    }
+    "a signal".into()
+}
+
+/// The `RLIMIT_DATA` for a tool's processes: `mb` megabytes, or the hard limit cairn itself
+/// runs under when that is lower (a process cannot raise its hard limit).
+#[cfg(unix)]
+fn data_limit(mb: u64) -> libc::rlimit {
+    let want = mb.saturating_mul(1024 * 1024) as libc::rlim_t;
+    let mut cur = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: getrlimit(2) writes only into `cur`.
+    let hard = if unsafe { libc::getrlimit(libc::RLIMIT_DATA, &mut cur) } == 0 {
+        cur.rlim_max
+    } else {
+        libc::RLIM_INFINITY
+    };
+    let v = if hard == libc::RLIM_INFINITY {
+        want
+    } else {
+        want.min(hard)
+    };
+    libc::rlimit {
+        rlim_cur: v,
+        rlim_max: v,
+    }
+}
+
+/// Whether the program has exited, without reaping it: while it is a zombie its pid, which
+/// is also its process group's id, cannot be reused, so [`kill_group`] cannot hit another
+/// group.
+#[cfg(unix)]
+fn has_exited(child: &mut std::process::Child) -> std::io::Result<bool> {
+    let pid = child.id() as libc::id_t;
+    // SAFETY: an all-zero siginfo_t is valid; waitid(2) writes only into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; WNOWAIT leaves the child waitable for `Child::wait`.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.kind() == std::io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    // SAFETY: waitid filled `info` (si_pid stays 0 when the child has not exited).
+    Ok(unsafe { info.si_pid() } != 0)
+}
+
+#[cfg(not(unix))]
+fn has_exited(child: &mut std::process::Child) -> std::io::Result<bool> {
+    child.try_wait().map(|s| s.is_some())
 }
 
 fn is_text_busy(e: &std::io::Error) -> bool {
@@ -370,17 +596,23 @@ fn is_text_busy(e: &std::io::Error) -> bool {
     }
 }
 
-fn kill_group(child: &mut std::process::Child) {
+/// Kills the program's whole process group (the program, if it still runs, and every process
+/// it left in the group), then reaps the program and returns how it ended.
+fn kill_group(child: &mut std::process::Child) -> std::io::Result<std::process::ExitStatus> {
     #[cfg(unix)]
     {
         if let Ok(pid) = i32::try_from(child.id()) {
             // SAFETY: kill(2) with a negative pid signals the process group the child leads
-            // (it was started with process_group(0)); it touches no memory.
+            // (it was started with process_group(0) and is not reaped yet); it touches no
+            // memory.
             unsafe {
                 libc::kill(-pid, libc::SIGKILL);
             }
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    #[cfg(not(unix))]
+    {
+        let _ = child.kill();
+    }
+    child.wait()
 }

@@ -8,7 +8,13 @@
 //! steps: the arguments are validated against the tool's schema ([`schema`]), the tool runs
 //! under a per-call timeout, and an observation longer than the limit is cut with a marker that
 //! says how much was cut. Failures are [`ToolError`]s whose [`ErrorClass`] tells the loop what
-//! to do: retry (`Transient`), show the model its mistake (`InvalidInput`), or stop (`Fatal`).
+//! to do: retry (`Transient`), show the model its mistake (`InvalidInput`), count a call that
+//! ran out of time as a failure without retrying it (`Timeout`), or stop (`Fatal`).
+//!
+//! Every observation, error message and hint the registry returns, and every description it
+//! lists, has its control characters made visible ([`escape_controls`]): a byte such as ESC
+//! from a database cell or a program's output reaches neither the terminal of `cairn tools
+//! call` nor the model as a control character, but as the four characters `\x1b`.
 
 pub mod calculator;
 pub mod manifest;
@@ -17,6 +23,7 @@ pub mod schema;
 pub mod search;
 pub mod sql;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::mpsc;
@@ -34,7 +41,9 @@ pub struct Observation {
     /// The text shown to the model (already cut to the registry's limit when it came from
     /// [`ToolRegistry::call`]).
     pub text: String,
-    /// How many characters the registry cut from the end; 0 when nothing was cut.
+    /// How many characters were cut from the end, by the tool at its own output limit (a
+    /// manifest tool keeps at most [`manifest::MAX_OUTPUT_BYTES`] of its output) and by the
+    /// registry at `max_chars`; 0 when nothing was cut.
     pub cut_chars: usize,
 }
 
@@ -52,11 +61,15 @@ impl Observation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
-    /// Worth retrying as is: a timeout, a busy or locked database.
+    /// Worth retrying as is: a busy or locked database.
     Transient,
     /// The arguments are wrong (bad SQL, bad expression, unknown column): shown to the model
     /// with a hint so it can fix them.
     InvalidInput,
+    /// The call ran out of time and was stopped (a manifest tool's `timeout_secs`, or the
+    /// registry's own timeout). Not retried: the same call would most likely run out of time
+    /// again; it counts as a failure of the tool, shown to the model.
+    Timeout,
     /// Nothing the model can do about it (a missing database file): the task ends with this
     /// reason.
     Fatal,
@@ -64,11 +77,12 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// The class as written in traces and on the command line: `transient`, `invalid_input`,
-    /// `fatal`.
+    /// `timeout`, `fatal`.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorClass::Transient => "transient",
             ErrorClass::InvalidInput => "invalid_input",
+            ErrorClass::Timeout => "timeout",
             ErrorClass::Fatal => "fatal",
         }
     }
@@ -113,6 +127,15 @@ impl ToolError {
         }
     }
 
+    /// A call that ran out of time (not retried).
+    pub fn timeout(message: impl Into<String>) -> Self {
+        ToolError {
+            class: ErrorClass::Timeout,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
     /// A failure that ends the task.
     pub fn fatal(message: impl Into<String>) -> Self {
         ToolError {
@@ -148,12 +171,18 @@ pub trait Tool: Send + Sync {
     fn args_schema(&self) -> Value;
     /// Runs the tool on arguments that already passed validation against `args_schema`.
     fn run(&self, args: &Value) -> Result<Observation, ToolError>;
+    /// Text for one task's message about what this tool's source holds that the description
+    /// (the same for every task) had to leave out, chosen by the task's words; `None` by
+    /// default.
+    fn context_for(&self, _task: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Limits every call through a [`ToolRegistry`] obeys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegistryOptions {
-    /// A call still running after this long fails as `Transient`.
+    /// A call still running after this long fails as `Timeout`.
     pub timeout: Duration,
     /// Observations longer than this many characters are cut, with a marker.
     pub max_chars: usize,
@@ -234,9 +263,10 @@ impl ToolRegistry {
     /// The registry the agent gets from `config`: `calculator` always; `sql` when `--db` is
     /// set; `search` when the index file exists; `recall` when the memory file exists (over
     /// every session's facts: the agent loop re-registers it bound to its session); every tool
-    /// of the `--tools` manifest. A built-in
-    /// that cannot be set up is left out and remembered with its reason (see
-    /// [`ToolRegistry::unavailable`]); a broken manifest is an error.
+    /// of the `--tools` manifest, its timeout capped at the registry's (so the program is
+    /// killed when the call ends). A built-in that cannot be set up is left out and remembered
+    /// with its reason (see [`ToolRegistry::unavailable`]); a broken manifest is an error (a
+    /// manifest tool named like a built-in is one, whether or not the built-in is available).
     pub fn from_config(config: &Config, options: RegistryOptions) -> Result<Self, RegistryError> {
         let mut reg = ToolRegistry::new(options);
         reg.register(Arc::new(calculator::CalculatorTool))?;
@@ -285,7 +315,7 @@ impl ToolRegistry {
         if let Some(path) = &config.tools {
             let m = manifest::Manifest::load(path)?;
             for t in m.into_tools() {
-                reg.register(Arc::new(t))?;
+                reg.register(Arc::new(t.with_timeout_at_most(options.timeout)))?;
             }
         }
         Ok(reg)
@@ -359,7 +389,7 @@ impl ToolRegistry {
             .values()
             .map(|t| ToolInfo {
                 name: t.name().to_string(),
-                description: t.description(),
+                description: escape_controls(&t.description()).into_owned(),
                 args_schema: t.args_schema(),
             })
             .collect()
@@ -373,15 +403,30 @@ impl ToolRegistry {
     /// Calls `name` with arguments given as JSON text, exactly as the agent does.
     pub fn call(&self, name: &str, args_json: &str) -> Result<Observation, ToolError> {
         let args: Value = serde_json::from_str(args_json).map_err(|e| {
-            ToolError::invalid(format!("the arguments are not valid JSON: {e}"))
-                .with_hint("pass one JSON object, e.g. {\"key\": \"value\"}")
+            escape_error(
+                ToolError::invalid(format!("the arguments are not valid JSON: {e}"))
+                    .with_hint("pass one JSON object, e.g. {\"key\": \"value\"}"),
+            )
         })?;
         self.call_value(name, &args)
     }
 
-    /// Calls `name` with parsed arguments: validation, then the run under the timeout, then the
-    /// cut to `max_chars`.
+    /// Calls `name` with parsed arguments: validation, then the run under the timeout, then
+    /// control characters made visible ([`escape_controls`]) in the observation or the error,
+    /// then the cut to `max_chars`.
     pub fn call_value(&self, name: &str, args: &Value) -> Result<Observation, ToolError> {
+        match self.call_unescaped(name, args) {
+            Ok(mut obs) => {
+                if let Cow::Owned(text) = escape_controls(&obs.text) {
+                    obs.text = text;
+                }
+                Ok(truncate(obs, self.options.max_chars))
+            }
+            Err(e) => Err(escape_error(e)),
+        }
+    }
+
+    fn call_unescaped(&self, name: &str, args: &Value) -> Result<Observation, ToolError> {
         let tool = self
             .tools
             .get(name)
@@ -405,8 +450,7 @@ impl ToolRegistry {
                 serde_json::to_string(schema).unwrap_or_default()
             )));
         }
-        let obs = self.run_with_timeout(name, tool.clone(), args.clone())?;
-        Ok(truncate(obs, self.options.max_chars))
+        self.run_with_timeout(name, tool.clone(), args.clone())
     }
 
     fn run_with_timeout(
@@ -429,11 +473,13 @@ impl ToolRegistry {
         match rx.recv_timeout(self.options.timeout) {
             Ok(result) => result,
             // The thread is left to finish on its own: a tool cannot be stopped from outside,
-            // so tools with their own limits (sql, manifest commands) enforce them inside.
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(ToolError::transient(format!(
+            // so tools with their own limits (sql, manifest commands, whose timeout
+            // `from_config` caps at this one) enforce them inside.
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(ToolError::timeout(format!(
                 "`{name}` did not finish within {:.1} s",
                 self.options.timeout.as_secs_f64()
-            ))),
+            ))
+            .with_hint("ask for less at once, or use another tool")),
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(ToolError::fatal(format!(
                 "`{name}` stopped without a result (it panicked)"
             ))),
@@ -460,9 +506,11 @@ fn valid_tool_name(name: &str) -> bool {
 }
 
 /// Cuts `obs` to at most `max_chars` characters of text plus a marker saying how many were cut.
+/// Characters the tool already cut (`obs.cut_chars`, e.g. a manifest tool's output beyond its
+/// byte limit) count in the marker too, and get it even when the text left is short enough.
 pub fn truncate(mut obs: Observation, max_chars: usize) -> Observation {
-    let total = obs.text.chars().count();
-    if total <= max_chars {
+    let chars = obs.text.chars().count();
+    if chars <= max_chars && obs.cut_chars == 0 {
         return obs;
     }
     let keep_bytes = obs
@@ -471,12 +519,50 @@ pub fn truncate(mut obs: Observation, max_chars: usize) -> Observation {
         .nth(max_chars)
         .map(|(i, _)| i)
         .unwrap_or(obs.text.len());
-    let cut = total - max_chars;
     obs.text.truncate(keep_bytes);
-    obs.text
-        .push_str(&format!("\n[… cut {cut} of {total} characters]"));
-    obs.cut_chars += cut;
+    obs.cut_chars += chars.saturating_sub(max_chars);
+    let total = chars.min(max_chars) + obs.cut_chars;
+    obs.text.push_str(&format!(
+        "\n[… cut {} of {total} characters]",
+        obs.cut_chars
+    ));
     obs
+}
+
+/// `text` with every control character other than newline and tab made visible as `\xNN`
+/// (two lowercase hex digits): C0 (U+0000 to U+001F), DEL (U+007F) and C1 (U+0080 to U+009F),
+/// so `ESC [31m` becomes `\x1b[31m`. A carriage return before a newline is dropped (a CRLF
+/// line end becomes a newline); a lone one is escaped. Text without such characters is
+/// returned as is.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    let is_control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' && chars.peek() == Some(&'\n') {
+            continue;
+        }
+        if is_control(c) {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `e` with control characters made visible in its message and hint.
+fn escape_error(mut e: ToolError) -> ToolError {
+    if let Cow::Owned(m) = escape_controls(&e.message) {
+        e.message = m;
+    }
+    if let Some(Cow::Owned(h)) = e.hint.as_deref().map(escape_controls) {
+        e.hint = Some(h);
+    }
+    e
 }
 
 /// The JSON Schema of a Rust argument type, derived with schemars and stripped of the

@@ -271,7 +271,9 @@ fn the_registry_validates_times_out_and_cuts() {
         .unwrap();
     let start = Instant::now();
     let e = reg2.call("slow", r#"{"n": 1}"#).unwrap_err();
-    assert_eq!(e.class, ErrorClass::Transient);
+    // Regression (issue 16): the registry's timeout was `Transient`, so the agent retried a
+    // call that had just run out of time.
+    assert_eq!(e.class, ErrorClass::Timeout);
     assert!(start.elapsed() < Duration::from_secs(1));
 
     assert!(
@@ -349,7 +351,7 @@ args = { type = "object" }
 
     let start = Instant::now();
     let e = reg.call("hangs", "{}").unwrap_err();
-    assert_eq!(e.class, ErrorClass::Transient);
+    assert_eq!(e.class, ErrorClass::Timeout);
     assert!(e.message.contains("killed"), "{}", e.message);
     assert!(
         start.elapsed() < Duration::from_secs(5),
@@ -390,7 +392,7 @@ args = { type = "object" }
     let tool = Manifest::load(&m).unwrap().into_tools().remove(0);
     let start = Instant::now();
     let e = tool.run(&json!({})).unwrap_err();
-    assert_eq!(e.class, ErrorClass::Transient);
+    assert_eq!(e.class, ErrorClass::Timeout);
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
@@ -551,4 +553,426 @@ fn recall_searches_memory_facts() {
     assert!(obs.text.contains("Miso"), "{}", obs.text);
     let obs = reg.call("recall", r#"{"query": "spaceship"}"#).unwrap();
     assert!(obs.text.contains("no remembered facts"), "{}", obs.text);
+}
+
+/// The one tool of the manifest `body`, written to `dir`.
+fn manifest_tool(dir: &Path, body: &str) -> cairn::tools::manifest::CommandTool {
+    Manifest::load(&write_manifest(dir, body))
+        .unwrap()
+        .into_tools()
+        .remove(0)
+}
+
+/// The pid a tool's script wrote to `bg.pid` in `dir`.
+fn background_pid(dir: &Path) -> i32 {
+    let text = std::fs::read_to_string(dir.join("bg.pid")).expect("the script wrote bg.pid");
+    text.trim().parse().expect("a pid")
+}
+
+/// Whether process `pid` has ended (gone, or a zombie waiting to be reaped), within 3 s.
+fn ended(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            // The state follows the command name in parentheses.
+            Ok(s) if s.rsplit(") ").next().is_some_and(|r| r.starts_with('Z')) => return true,
+            Ok(_) if Instant::now() >= deadline => return false,
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Regression (issue 16): with `sh -c "sleep 40 & echo started"` and `timeout_secs = 3` the
+/// call took 40 s and succeeded: the timeout watched only `sh`, which exits at once, while
+/// the background `sleep` held stdout open; and the `sleep` was left running.
+#[test]
+fn the_timeout_bounds_a_call_whose_background_child_holds_the_pipes_and_kills_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = manifest_tool(
+        dir.path(),
+        r#"
+[[tool]]
+name = "bg"
+description = "Leaves a child holding stdout."
+argv = ["sh", "-c", "sleep 40 & echo $! > bg.pid; echo started"]
+timeout_secs = 1
+args = { type = "object" }
+"#,
+    );
+    let start = Instant::now();
+    let e = tool.run(&json!({})).unwrap_err();
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+    assert!(took >= Duration::from_millis(900), "took {took:?}");
+    assert_eq!(e.class, ErrorClass::Timeout, "{e:?}");
+    assert!(e.message.contains("within 1.0 s"), "{}", e.message);
+    assert!(
+        ended(background_pid(dir.path())),
+        "the background sleep still runs"
+    );
+}
+
+/// Regression (issue 16): a tool that exited normally left its background children running.
+#[test]
+fn what_a_tool_leaves_running_is_killed_when_it_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = manifest_tool(
+        dir.path(),
+        r#"
+[[tool]]
+name = "leaves"
+description = "Leaves a quiet child behind."
+argv = ["sh", "-c", "sleep 40 > /dev/null 2>&1 & echo $! > bg.pid; echo done"]
+timeout_secs = 3
+args = { type = "object" }
+"#,
+    );
+    let start = Instant::now();
+    assert_eq!(tool.run(&json!({})).unwrap().text, "done");
+    assert!(start.elapsed() < Duration::from_secs(2));
+    assert!(
+        ended(background_pid(dir.path())),
+        "the background sleep still runs"
+    );
+}
+
+/// Regression (issue 16): a manifest tool with a longer timeout than the registry's went on
+/// running (and was left to PID 1) after the registry gave up on the call.
+#[test]
+fn a_manifest_tool_is_killed_at_the_registry_timeout_when_that_is_shorter() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_manifest(
+        dir.path(),
+        r#"
+[[tool]]
+name = "long"
+description = "Waits for its child."
+argv = ["sh", "-c", "sleep 40 & echo $! > bg.pid; wait"]
+timeout_secs = 600
+args = { type = "object" }
+"#,
+    );
+    let config = cairn::config::Config {
+        tools: Some(m),
+        db: None,
+        index: dir.path().join("no-index"),
+        memory: dir.path().join("no-memory"),
+        ..cairn::config::Config::default()
+    };
+    let reg = ToolRegistry::from_config(
+        &config,
+        RegistryOptions {
+            timeout: Duration::from_secs(1),
+            max_chars: 2000,
+        },
+    )
+    .unwrap();
+    let start = Instant::now();
+    let e = reg.call("long", "{}").unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(4));
+    assert_eq!(e.class, ErrorClass::Timeout, "{e:?}");
+    assert!(
+        ended(background_pid(dir.path())),
+        "the background sleep still runs"
+    );
+}
+
+/// Regression (issue 16): a timeout was `Transient`, so the agent retried a call that had just
+/// run out of time. It is not retried, and it still counts toward the circuit breaker.
+#[test]
+fn the_agent_does_not_retry_a_timeout_but_counts_it_as_a_failure() {
+    use cairn::agent::{Agent, AgentOptions, ScriptedPolicy};
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_manifest(
+        dir.path(),
+        r#"
+[[tool]]
+name = "hangs"
+description = "Never ends."
+argv = ["sleep", "30"]
+timeout_secs = 0.3
+args = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+"#,
+    );
+    let mut reg = ToolRegistry::new(RegistryOptions::default());
+    for t in Manifest::load(&m).unwrap().into_tools() {
+        reg.register(Arc::new(t)).unwrap();
+    }
+    let steps = vec![
+        crate::common::step("hangs", json!({"n": 1})),
+        crate::common::step("hangs", json!({"n": 2})),
+        crate::common::answer("gave up"),
+    ];
+    let options = AgentOptions {
+        circuit_threshold: 2,
+        max_failed_rounds: 5,
+        ..AgentOptions::default()
+    };
+    let mut a = Agent::new(ScriptedPolicy::new(steps, 4096), reg, None, options).unwrap();
+    let start = Instant::now();
+    let r = a.run_task("wait", None);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(r.retries, 0);
+    assert_eq!(r.tool_calls.len(), 2);
+    for c in &r.tool_calls {
+        assert_eq!(c.error_class, Some(ErrorClass::Timeout), "{c:?}");
+        assert_eq!(c.attempts, 1);
+    }
+    assert_eq!(r.circuits_opened, vec!["hangs".to_string()]);
+}
+
+/// Regression (issue 16): a tool printing 100 MB made cairn hold it all (303 MB resident).
+/// The output beyond the tool's limit is read and dropped, and the observation says so.
+#[test]
+fn a_tool_printing_50_mb_is_cut_without_holding_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = manifest_tool(
+        dir.path(),
+        r#"
+[[tool]]
+name = "flood"
+description = "Prints 50 MB."
+argv = ["sh", "-c", "head -c 50000000 /dev/zero | tr '\\0' a"]
+args = { type = "object" }
+"#,
+    );
+    let max = cairn::tools::manifest::MAX_OUTPUT_BYTES;
+    let obs = tool.run(&json!({})).unwrap();
+    assert_eq!(obs.text.len(), max);
+    assert_eq!(obs.cut_chars, 50_000_000 - max);
+    let mut reg = ToolRegistry::new(RegistryOptions {
+        timeout: Duration::from_secs(30),
+        max_chars: 100,
+    });
+    reg.register(Arc::new(tool)).unwrap();
+    let obs = reg.call("flood", "{}").unwrap();
+    assert_eq!(
+        obs.text,
+        format!(
+            "{}\n[… cut 49999900 of 50000000 characters]",
+            "a".repeat(100)
+        )
+    );
+    assert_eq!(obs.cut_chars, 49_999_900);
+}
+
+#[test]
+fn output_cut_inside_a_character_keeps_whole_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    // 30,000 three-byte characters: the byte limit falls inside one.
+    let tool = manifest_tool(
+        dir.path(),
+        "[[tool]]\nname = \"euros\"\ndescription = \"d\"\nargv = [\"python3\", \"-c\", \"print('€' * 30000, end='')\"]\nargs = { type = \"object\" }\n",
+    );
+    let obs = tool.run(&json!({})).unwrap();
+    let kept = cairn::tools::manifest::MAX_OUTPUT_BYTES / 3;
+    assert_eq!(obs.text, "€".repeat(kept));
+    assert_eq!(obs.cut_chars, 30_000 - kept);
+}
+
+/// Regression (issue 16): `cairn tools call` on a tool printing 100 MB took 303 MB of memory.
+/// Here cairn runs with a 40 MB data limit, which holding 50 MB of output cannot fit in.
+#[test]
+fn cairn_tools_call_stays_small_on_a_flood_of_output() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_manifest(
+        dir.path(),
+        r#"
+[[tool]]
+name = "flood"
+description = "Prints 50 MB."
+argv = ["sh", "-c", "head -c 50000000 /dev/zero | tr '\\0' a"]
+args = { type = "object" }
+"#,
+    );
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cairn"));
+    cmd.env("CAIRN_HOME", dir.path().join("home"))
+        .env("CAIRN_OFFLINE", "1")
+        .arg("--tools")
+        .arg(&m)
+        .args(["tools", "call", "flood", "{}"]);
+    // SAFETY: setrlimit(2) is async-signal-safe and touches only the child's limits. Only the
+    // soft limit is lowered, so the tool may raise its own.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_DATA, &mut lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            lim.rlim_cur = 40 << 20;
+            if libc::setrlimit(libc::RLIMIT_DATA, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.ends_with("[… cut 49998000 of 50000000 characters]\n"),
+        "{}",
+        &stdout[stdout.len().saturating_sub(200)..]
+    );
+}
+
+/// A manifest tool's processes get `max_memory_mb` of memory each (issue 16: there was no
+/// limit); the default leaves room for ordinary programs.
+#[test]
+fn a_manifest_tool_cannot_take_more_memory_than_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = |limit: &str| {
+        format!(
+            "[[tool]]\nname = \"hog\"\ndescription = \"d\"\nargv = [\"python3\", \"-c\", \"x = bytearray(200 * 1024 * 1024); print(len(x))\"]\n{limit}args = {{ type = \"object\" }}\n"
+        )
+    };
+    let tool = manifest_tool(dir.path(), &body("max_memory_mb = 64\n"));
+    assert_eq!(tool.max_memory_mb(), 64);
+    let e = tool.run(&json!({})).unwrap_err();
+    assert_eq!(e.class, ErrorClass::InvalidInput, "{e:?}");
+    assert!(e.message.contains("MemoryError"), "{}", e.message);
+    assert!(
+        e.message.contains("at most 64 MB: `max_memory_mb`"),
+        "{}",
+        e.message
+    );
+    let tool = manifest_tool(dir.path(), &body(""));
+    assert_eq!(
+        tool.max_memory_mb(),
+        cairn::tools::manifest::DEFAULT_MAX_MEMORY_MB
+    );
+    assert_eq!(tool.run(&json!({})).unwrap().text, "209715200");
+}
+
+/// Regression (issue 16): a manifest tool named `final_answer` was accepted and never ran, and
+/// one named `recall` silently replaced the built-in.
+#[test]
+fn manifest_tools_cannot_take_reserved_or_repeated_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |name: &str| {
+        format!("[[tool]]\nname = \"{name}\"\ndescription = \"d\"\nargv = [\"cat\"]\nargs = {{ type = \"object\" }}\n")
+    };
+    for name in cairn::tools::manifest::RESERVED_NAMES {
+        let m = write_manifest(dir.path(), &entry(name));
+        let msg = Manifest::load(&m).unwrap_err().to_string();
+        assert!(msg.contains(&format!("tool `{name}` in ")), "{msg}");
+        assert!(msg.contains("tools.toml"), "{msg}");
+        assert!(msg.contains("rename this tool in the manifest"), "{msg}");
+        // The command line refuses it too, with no --db, index or memory file.
+        cairn(dir.path())
+            .arg("--tools")
+            .arg(&m)
+            .args(["tools", "list"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("tool `{name}` in ")));
+    }
+    let m = write_manifest(dir.path(), &format!("{}{}", entry("x"), entry("x")));
+    let msg = Manifest::load(&m).unwrap_err().to_string();
+    assert!(msg.contains("`x` is declared twice"), "{msg}");
+}
+
+/// Regression (issue 16): control bytes from a database cell or a program's output reached the
+/// terminal of `cairn tools call` (and the model) raw.
+#[test]
+fn control_characters_are_escaped_in_every_observation_and_error() {
+    use cairn::tools::escape_controls;
+    assert_eq!(
+        escape_controls("a\r\nb\rc\u{9b}d\u{7f}\te\u{0}"),
+        "a\nb\\x0dc\\x9bd\\x7f\te\\x00"
+    );
+    assert!(matches!(
+        escape_controls("plain\ttext\n"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+    let clean = |bytes: &[u8]| {
+        !bytes
+            .iter()
+            .any(|&b| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = shop_db(dir.path());
+    let out = cairn(dir.path())
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "tools",
+            "call",
+            "sql",
+            r#"{"query": "SELECT char(0,1,7,27)||'[31mred' AS x"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        clean(&out.stdout),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\\x01\\x07\\x1b[31mred"), "{stdout}");
+
+    let m = write_manifest(
+        dir.path(),
+        r#"
+[[tool]]
+name = "colors"
+description = "Prints \u001b[31mred."
+argv = ["printf", "ok \\033[2J\\007\\r\\n"]
+args = { type = "object" }
+
+[[tool]]
+name = "fails"
+description = "Fails in color."
+argv = ["sh", "-c", "printf 'bad \\033[31mred\\n' >&2; exit 1"]
+args = { type = "object" }
+"#,
+    );
+    let out = cairn(dir.path())
+        .arg("--tools")
+        .arg(&m)
+        .args(["tools", "call", "colors", "{}"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok \\x1b[2J\\x07\n");
+    let out = cairn(dir.path())
+        .arg("--tools")
+        .arg(&m)
+        .args(["tools", "call", "fails", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        clean(&out.stderr),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad \\x1b[31mred"),
+        "{out:?}"
+    );
+    let out = cairn(dir.path())
+        .arg("--tools")
+        .arg(&m)
+        .args(["tools", "list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        clean(&out.stdout),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Prints \\x1b[31mred."));
 }
