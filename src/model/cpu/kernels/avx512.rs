@@ -1,0 +1,231 @@
+//! The AVX-512 VNNI kernels on the pair layout ([`super::pair_layout`]): `vpdpbusd` over two
+//! blocks at a time, and the prepacked rows used during prefill. Every function here needs
+//! the features its attribute names; callers check them with [`super::Isa::detect`].
+
+use super::avx2::unpack;
+use super::{Format, XPtrs, V512};
+use std::arch::x86_64::*;
+
+/// Two weight blocks as one 512-bit vector of signed bytes, interleaved four bytes at a
+/// time like the activations' pair layout, with `[d0, d1, ·, ·]` and `[m0, m1, ·, ·]`;
+/// the second block is zero past the row's end.
+#[inline(always)]
+unsafe fn pair_weights(format: Format, p: *const u8, second: bool) -> (__m512i, __m128, __m128) {
+    if !second {
+        return pair_weights_tail(format, p);
+    }
+    let q = p.add(format.block_bytes());
+    // Both blocks' f16 scales as [d0, d1] (Q5_0, Q8_0: the first two bytes of a block).
+    let two_scales = |p: *const u8, q: *const u8| {
+        let bits = _mm_insert_epi16(
+            _mm_cvtsi32_si128((p as *const u16).read_unaligned() as i32),
+            (q as *const u16).read_unaligned() as i32,
+            1,
+        );
+        _mm_cvtph_ps(bits)
+    };
+    match format {
+        Format::Q4_1 => {
+            let w = nibble_pairs(
+                _mm_loadu_si128(p.add(4) as *const __m128i),
+                _mm_loadu_si128(q.add(4) as *const __m128i),
+            );
+            // [d0 m0 d1 m1] as f16, to [d0, d1, m0, m1].
+            let bits = _mm_insert_epi32(
+                _mm_cvtsi32_si128((p as *const i32).read_unaligned()),
+                (q as *const i32).read_unaligned(),
+                1,
+            );
+            let s = _mm_cvtph_ps(bits);
+            let s = _mm_shuffle_ps(s, s, 0b11_01_10_00);
+            (w, s, _mm_movehl_ps(s, s))
+        }
+        Format::Q5_0 => {
+            let lo = nibble_pairs(
+                _mm_loadu_si128(p.add(6) as *const __m128i),
+                _mm_loadu_si128(q.add(6) as *const __m128i),
+            );
+            // High bits, nibble-interleaved like the bytes: mask nibble i is nibble i/2
+            // of the high bits of block i%2. A clear bit makes the byte nibble − 16.
+            let qh0 = (p.add(2) as *const u32).read_unaligned() as u64;
+            let qh1 = (q.add(2) as *const u32).read_unaligned() as u64;
+            let mask =
+                _pdep_u64(qh0, 0x0F0F_0F0F_0F0F_0F0F) | _pdep_u64(qh1, 0xF0F0_F0F0_F0F0_F0F0);
+            let hi = _mm512_maskz_mov_epi8(!mask, _mm512_set1_epi8(0xF0u8 as i8));
+            (_mm512_or_si512(lo, hi), two_scales(p, q), _mm_setzero_ps())
+        }
+        Format::Q8_0 => {
+            let a = _mm512_castsi256_si512(_mm256_loadu_si256(p.add(2) as *const __m256i));
+            let b = _mm512_castsi256_si512(_mm256_loadu_si256(q.add(2) as *const __m256i));
+            let w = _mm512_permutex2var_epi32(a, interleave_index(), b);
+            (w, two_scales(p, q), _mm_setzero_ps())
+        }
+    }
+}
+
+/// Lane order of the pair layout: lane 2g from the first vector's lane g, lane 2g + 1
+/// from the second's.
+#[inline(always)]
+unsafe fn interleave_index() -> __m512i {
+    _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0)
+}
+
+/// Two blocks' 16 packed-nibble bytes to the pair layout: groups of four bytes
+/// interleaved, low nibbles (values 0–15) in the low half, high nibbles in the high half.
+#[inline(always)]
+unsafe fn nibble_pairs(a: __m128i, b: __m128i) -> __m512i {
+    let raw = _mm256_set_m128i(_mm_unpackhi_epi32(a, b), _mm_unpacklo_epi32(a, b));
+    let both = _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
+    _mm512_and_si512(both, _mm512_set1_epi8(0x0F))
+}
+
+/// [`pair_weights`] for a lone last block (rows of an odd number of blocks).
+#[inline(always)]
+unsafe fn pair_weights_tail(format: Format, p: *const u8) -> (__m512i, __m128, __m128) {
+    let a = unpack(format, p, true);
+    let w = _mm512_permutex2var_epi32(
+        _mm512_castsi256_si512(a.q),
+        interleave_index(),
+        _mm512_setzero_si512(),
+    );
+    (
+        w,
+        _mm_setr_ps(a.d, 0.0, 0.0, 0.0),
+        _mm_setr_ps(a.m, 0.0, 0.0, 0.0),
+    )
+}
+
+/// Pair `pair` of a row of `blocks` blocks ([`pair_weights`]) and the start of its sums,
+/// −128·Σweights per lane, which cancels the +128 offset of the activations.
+#[inline(always)]
+unsafe fn weights_and_start(
+    format: Format,
+    p: *const u8,
+    bb: usize,
+    pair: usize,
+    blocks: usize,
+) -> (__m512i, __m512i, __m128, __m128) {
+    let (w, d, m) = pair_weights(format, p.add(2 * pair * bb), 2 * pair + 1 < blocks);
+    let plus128 = _mm512_set1_epi8(0x80u8 as i8);
+    let init = _mm512_sub_epi32(
+        _mm512_setzero_si512(),
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), plus128, w),
+    );
+    (w, init, d, m)
+}
+
+/// The AVX-512 kernel on the pair layout: per pair of blocks and token, one `vpdpbusd`
+/// (activations + 128 as unsigned bytes times signed weights, started from
+/// −128·Σweights so the sum is exact), one conversion and one fused multiply-add.
+#[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+pub(super) unsafe fn dot_pairs<const T: usize>(
+    format: Format,
+    p: *const u8,
+    blocks: usize,
+    x: &XPtrs<T>,
+) -> [f32; T] {
+    let bb = format.block_bytes();
+    let offset = format == Format::Q4_1;
+    let mut acc = [_mm512_setzero_ps(); T];
+    let mut off = [_mm512_setzero_ps(); T];
+    for pair in 0..blocks.div_ceil(2) {
+        let (w, init, d, m) = weights_and_start(format, p, bb, pair, blocks);
+        let dw = _mm512_broadcast_f32x2(d);
+        let mw = _mm512_broadcast_f32x2(m);
+        for t in 0..T {
+            let xu = _mm512_loadu_si512(x.qp[t].add(pair * 64) as *const _);
+            let sum = _mm512_dpbusd_epi32(init, xu, w);
+            let dx = _mm512_castpd_ps(_mm512_set1_pd(
+                (x.dp[t].add(2 * pair) as *const f64).read_unaligned(),
+            ));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, dx), acc[t]);
+            if offset {
+                let sx = _mm512_castpd_ps(_mm512_set1_pd(
+                    (x.sp[t].add(2 * pair) as *const f64).read_unaligned(),
+                ));
+                off[t] = _mm512_fmadd_ps(mw, sx, off[t]);
+            }
+        }
+    }
+    let mut out = [0f32; T];
+    for t in 0..T {
+        // Each pair's offset term sits in all eight lane pairs: divide the sum by 8.
+        out[t] = _mm512_reduce_add_ps(acc[t]) + _mm512_reduce_add_ps(off[t]) * 0.125;
+    }
+    out
+}
+
+/// See [`super::prepack_row`].
+#[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+pub(super) unsafe fn prepack(
+    format: Format,
+    p: *const u8,
+    blocks: usize,
+    w: *mut V512,
+    dw: *mut f32,
+    mw: *mut f32,
+) {
+    let bb = format.block_bytes();
+    for pair in 0..blocks.div_ceil(2) {
+        let (wv, init, d, m) = weights_and_start(format, p, bb, pair, blocks);
+        _mm512_store_si512(w.add(2 * pair) as *mut _, wv);
+        _mm512_store_si512(w.add(2 * pair + 1) as *mut _, init);
+        (dw.add(2 * pair) as *mut f64).write_unaligned(_mm_cvtsd_f64(_mm_castps_pd(d)));
+        // Divided by 8: the kernel adds the offset term once per lane pair.
+        let m = _mm_mul_ps(m, _mm_set1_ps(0.125));
+        (mw.add(2 * pair) as *mut f64).write_unaligned(_mm_cvtsd_f64(_mm_castps_pd(m)));
+    }
+}
+
+/// See [`super::dot_prepacked`]: `R` rows against `T` tokens, sharing each token's
+/// loads between the rows. The minimums were stored divided by 8 ([`prepack`]), so the
+/// offset term, repeated in all eight lane pairs, goes into the same accumulator.
+#[allow(clippy::needless_range_loop)] // `r`, `t` index several arrays at once
+#[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+pub(super) unsafe fn dot_prepacked<const R: usize, const T: usize>(
+    w: [*const V512; R],
+    dw: [*const f32; R],
+    mw: [*const f32; R],
+    pairs: usize,
+    offset: bool,
+    x: &XPtrs<T>,
+) -> [[f32; T]; R] {
+    let mut acc = [[_mm512_setzero_ps(); T]; R];
+    let pair2 = |p: *const f32, pair: usize| {
+        _mm512_castpd_ps(_mm512_set1_pd(
+            (p.add(2 * pair) as *const f64).read_unaligned(),
+        ))
+    };
+    for pair in 0..pairs {
+        let wv: [__m512i; R] =
+            std::array::from_fn(|r| _mm512_load_si512(w[r].add(2 * pair) as *const _));
+        let init: [__m512i; R] =
+            std::array::from_fn(|r| _mm512_load_si512(w[r].add(2 * pair + 1) as *const _));
+        let d: [__m512; R] = std::array::from_fn(|r| pair2(dw[r], pair));
+        for t in 0..T {
+            let xu = _mm512_loadu_si512(x.qp[t].add(pair * 64) as *const _);
+            let dx = pair2(x.dp[t], pair);
+            for r in 0..R {
+                let sum = _mm512_dpbusd_epi32(init[r], xu, wv[r]);
+                acc[r][t] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d[r], dx), acc[r][t]);
+            }
+        }
+        if offset {
+            let m: [__m512; R] = std::array::from_fn(|r| pair2(mw[r], pair));
+            for t in 0..T {
+                let sx = pair2(x.sp[t], pair);
+                for r in 0..R {
+                    acc[r][t] = _mm512_fmadd_ps(m[r], sx, acc[r][t]);
+                }
+            }
+        }
+    }
+    let mut out = [[0f32; T]; R];
+    for r in 0..R {
+        for t in 0..T {
+            out[r][t] = _mm512_reduce_add_ps(acc[r][t]);
+        }
+    }
+    out
+}

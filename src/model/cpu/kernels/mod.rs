@@ -1,0 +1,380 @@
+//! Dot products of quantized weight rows with quantized activations: the inner loop of every
+//! matrix multiplication on the CPU.
+//!
+//! Weights stay in the GGUF's own 32-value block formats (Q4_1, Q5_0, Q8_0). Activations are
+//! quantized once per matmul to signed bytes with one `f32` scale per 32 values ([`Q8Row`]).
+//! A block's dot product is then an integer sum of 32 byte products, scaled once.
+//!
+//! Each kernel takes one weight row and `T` activation rows (tokens), so that during prefill a
+//! weight block is loaded and unpacked once for up to four tokens. There are three
+//! implementations, chosen at run time ([`Isa::detect`]): AVX-512 VNNI (`vpdpbusd`), AVX2
+//! (`vpmaddubsw` + `vpmaddwd`) and portable scalar code, which is also the reference the
+//! tests compare the others with.
+//!
+//! One file per instruction set: `scalar` (portable, and the reference), `avx2` and
+//! `avx512` (x86-64 only). This file holds what they share: the instruction-set detection,
+//! the formats, the activation quantizers and layouts, and the entry points that dispatch
+//! on an [`Isa`].
+
+use std::sync::OnceLock;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod scalar;
+#[cfg(test)]
+mod tests;
+
+pub use scalar::{dequantize_row, dot_scalar};
+
+/// Values per block of every format here.
+pub const QK: usize = 32;
+
+/// The instruction sets the kernels are written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Isa {
+    /// Portable Rust, no SIMD intrinsics.
+    Scalar,
+    /// AVX2 with FMA and F16C (x86-64 since about 2013).
+    Avx2,
+    /// AVX-512 (F, BW, VL, DQ) with VNNI byte dot products (and BMI2).
+    Avx512Vnni,
+}
+
+impl Isa {
+    /// The best instruction set this CPU has, found once. `CAIRN_ISA=scalar|avx2|avx512`
+    /// lowers it (for comparisons); asking for more than the CPU has keeps what it has.
+    pub fn detect() -> Isa {
+        static ISA: OnceLock<Isa> = OnceLock::new();
+        *ISA.get_or_init(|| {
+            let best = Isa::best_supported();
+            match std::env::var("CAIRN_ISA").ok().as_deref() {
+                Some("scalar") => Isa::Scalar,
+                Some("avx2") => best.min(Isa::Avx2),
+                _ => best,
+            }
+        })
+    }
+
+    /// The best instruction set the CPU supports, ignoring `CAIRN_ISA`.
+    pub fn best_supported() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512vnni")
+                && is_x86_feature_detected!("avx512dq")
+                && is_x86_feature_detected!("bmi2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c")
+            {
+                return Isa::Avx512Vnni;
+            }
+            if is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c")
+            {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Scalar
+    }
+
+    /// Every instruction set this CPU can run, lowest first (for tests and benches).
+    pub fn all_supported() -> Vec<Isa> {
+        [Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni]
+            .into_iter()
+            .filter(|&i| i <= Isa::best_supported())
+            .collect()
+    }
+
+    /// A short name: `scalar`, `avx2`, `avx512vnni`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512Vnni => "avx512vnni",
+        }
+    }
+}
+
+/// The weight formats with kernels here (GGUF block layouts, 32 values per block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `d: f16, m: f16, qs: [u8; 16]`: value = d·q + m, q in 0..16.
+    Q4_1,
+    /// `d: f16, qh: [u8; 4], qs: [u8; 16]`: value = d·(q − 16), q in 0..32.
+    Q5_0,
+    /// `d: f16, qs: [i8; 32]`: value = d·q.
+    Q8_0,
+}
+
+impl Format {
+    /// Bytes of one block.
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            Format::Q4_1 => 20,
+            Format::Q5_0 => 22,
+            Format::Q8_0 => 34,
+        }
+    }
+}
+
+/// One token's activations quantized for the kernels: for block `b`, values
+/// `d[b] · qs[32b..32b + 32]`, and `s[b] = d[b] · Σ qs` (needed by Q4_1's offset).
+#[derive(Debug, Clone, Copy)]
+pub struct Q8Row<'a> {
+    /// Quantized values, in `-127..=127`.
+    pub qs: &'a [i8],
+    /// One scale per block.
+    pub d: &'a [f32],
+    /// One scaled sum per block.
+    pub s: &'a [f32],
+}
+
+/// Quantizes `x` (a multiple of 32 values) into `qs`, `d` and `s` (see [`Q8Row`]).
+///
+/// The scales are rounded to f16 as ggml's Q8_0/Q8_1 activation blocks store them, so that
+/// the results are those of llama.cpp (and of candle) up to the order of float additions.
+#[inline(always)]
+pub fn quantize_row(x: &[f32], qs: &mut [i8], d: &mut [f32], s: &mut [f32]) {
+    debug_assert_eq!(x.len() % QK, 0);
+    for (b, xb) in x.chunks_exact(QK).enumerate() {
+        let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale = amax / 127.0;
+        let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+        let mut sum = 0i32;
+        for (q, &v) in qs[b * QK..(b + 1) * QK].iter_mut().zip(xb) {
+            let r = round_half_away(v * inv) as i32;
+            *q = r as i8;
+            sum += r;
+        }
+        let scale = half::f16::from_f32(scale).to_f32();
+        d[b] = scale;
+        s[b] = half::f16::from_f32(scale * sum as f32).to_f32();
+    }
+}
+
+/// `x.round()` (halves away from zero, as ggml's `roundf`), written with `trunc` so that it
+/// compiles to vector instructions instead of a call to the C library's `roundf`.
+#[inline(always)]
+fn round_half_away(x: f32) -> f32 {
+    let t = x.trunc();
+    if (x - t).abs() >= 0.5 {
+        t + 1f32.copysign(x)
+    } else {
+        t
+    }
+}
+
+/// Bytes of one pair of blocks in the AVX-512 layout.
+pub const PAIR_BYTES: usize = 64;
+
+/// Pairs of blocks for a row of `blocks` blocks (the last pair padded when odd).
+pub const fn pairs(blocks: usize) -> usize {
+    blocks.div_ceil(2)
+}
+
+/// Rewrites one quantized activation row in the AVX-512 layout: blocks go in pairs, each
+/// value offset by 128 to an unsigned byte, and the two blocks of a pair interleaved four
+/// bytes at a time, so that one 512-bit `vpdpbusd` computes both blocks' sums (even lanes the
+/// first block, odd lanes the second). `dp` and `sp` hold `d` and `s` with a zero pad.
+#[inline(always)]
+pub fn pair_layout(x: &Q8Row, qp: &mut [u8], dp: &mut [f32], sp: &mut [f32]) {
+    let blocks = x.d.len();
+    for p in 0..pairs(blocks) {
+        for half in 0..2 {
+            let b = 2 * p + half;
+            for g in 0..8 {
+                let dst = &mut qp[p * PAIR_BYTES + 8 * g + 4 * half..][..4];
+                if b < blocks {
+                    for (o, &v) in dst.iter_mut().zip(&x.qs[b * QK + 4 * g..][..4]) {
+                        *o = (v as u8) ^ 0x80;
+                    }
+                } else {
+                    dst.fill(0x80);
+                }
+            }
+            dp[2 * p + half] = if b < blocks { x.d[b] } else { 0.0 };
+            sp[2 * p + half] = if b < blocks { x.s[b] } else { 0.0 };
+        }
+    }
+}
+
+/// Converts IEEE half-precision bits to `f32` (portable; the SIMD kernels use F16C).
+#[inline]
+pub fn f16_to_f32(bits: u16) -> f32 {
+    half::f16::from_bits(bits).to_f32()
+}
+
+/// One weight row (`row.len()` = blocks × `format.block_bytes()`) against `T` activation
+/// rows of the same length; returns the `T` dot products.
+///
+/// # Panics
+/// If the row and the activations do not hold the same number of blocks.
+#[inline]
+pub fn dot<const T: usize>(isa: Isa, format: Format, row: &[u8], x: &[Q8Row; T]) -> [f32; T] {
+    let blocks = row.len() / format.block_bytes();
+    assert_eq!(row.len(), blocks * format.block_bytes(), "partial block");
+    for r in x {
+        assert!(r.qs.len() >= blocks * QK && r.d.len() >= blocks && r.s.len() >= blocks);
+    }
+    let mut p = XPtrs::new(x);
+    let np = pairs(blocks);
+    let mut qp = vec![0u8; T * np * PAIR_BYTES];
+    let mut dp = vec![0f32; T * np * 2];
+    let mut sp = vec![0f32; T * np * 2];
+    if isa == Isa::Avx512Vnni {
+        for t in 0..T {
+            let xt = Q8Row {
+                qs: &x[t].qs[..blocks * QK],
+                d: &x[t].d[..blocks],
+                s: &x[t].s[..blocks],
+            };
+            pair_layout(
+                &xt,
+                &mut qp[t * np * PAIR_BYTES..(t + 1) * np * PAIR_BYTES],
+                &mut dp[t * np * 2..(t + 1) * np * 2],
+                &mut sp[t * np * 2..(t + 1) * np * 2],
+            );
+            p.qp[t] = qp[t * np * PAIR_BYTES..].as_ptr();
+            p.dp[t] = dp[t * np * 2..].as_ptr();
+            p.sp[t] = sp[t * np * 2..].as_ptr();
+        }
+    }
+    // SAFETY: the lengths were checked above; the pair layout was made for AVX-512.
+    unsafe { dot_raw(isa, format, row.as_ptr(), blocks, &p) }
+}
+
+/// Raw pointers to the activations of `T` tokens, taken once per group of tokens so that the
+/// per-row loop touches nothing else.
+#[derive(Clone, Copy)]
+pub struct XPtrs<const T: usize> {
+    qs: [*const i8; T],
+    d: [*const f32; T],
+    s: [*const f32; T],
+    /// The same rows in the AVX-512 pair layout ([`pair_layout`]); null unless set.
+    pub qp: [*const u8; T],
+    /// Pair-layout scales.
+    pub dp: [*const f32; T],
+    /// Pair-layout scaled sums.
+    pub sp: [*const f32; T],
+}
+
+impl<const T: usize> XPtrs<T> {
+    /// Pointers to the start of each row (the pair layout left unset).
+    pub fn new(x: &[Q8Row; T]) -> Self {
+        XPtrs {
+            qs: std::array::from_fn(|t| x[t].qs.as_ptr()),
+            d: std::array::from_fn(|t| x[t].d.as_ptr()),
+            s: std::array::from_fn(|t| x[t].s.as_ptr()),
+            qp: [std::ptr::null(); T],
+            dp: [std::ptr::null(); T],
+            sp: [std::ptr::null(); T],
+        }
+    }
+}
+
+/// [`dot`] without checks, for the matmul loop.
+///
+/// # Safety
+/// `row` must point at `blocks` blocks of `format`, the activations must hold `blocks` blocks
+/// (and, for AVX-512, the pair layout of them), and `isa` must be supported by the CPU (as
+/// [`Isa::detect`] ensures).
+#[inline]
+pub unsafe fn dot_raw<const T: usize>(
+    isa: Isa,
+    format: Format,
+    row: *const u8,
+    blocks: usize,
+    x: &XPtrs<T>,
+) -> [f32; T] {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512Vnni => avx512::dot_pairs(format, row, blocks, x),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => avx2::dot_avx2(format, row, blocks, x),
+        _ => scalar::dot_scalar_raw(format, row, blocks, x),
+    }
+}
+
+/// Vectors per pair of blocks in a prepacked row ([`prepack_row`]): the interleaved
+/// weights and the −128·Σweights start of the sum.
+pub const PREPACKED_VECTORS: usize = 2;
+
+/// One 512-bit vector, the unit of a prepacked row.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub struct V512(pub [u8; 64]);
+
+/// Unpacks one weight row for [`dot_prepacked`]: during prefill a row meets every token of
+/// the batch, so its blocks are unpacked once into `w` (two [`V512`] per pair of blocks) and
+/// `dw`/`mw` (two scales and two minimums per pair) instead of once per four tokens.
+///
+/// # Safety
+/// AVX-512 VNNI must be present ([`Isa::Avx512Vnni`]); `row` must hold `blocks` blocks of
+/// `format`; `w` must hold `2·pairs(blocks)` vectors and `dw`, `mw` `2·pairs(blocks)` values.
+pub unsafe fn prepack_row(
+    format: Format,
+    row: *const u8,
+    blocks: usize,
+    w: &mut [V512],
+    dw: &mut [f32],
+    mw: &mut [f32],
+) {
+    debug_assert!(w.len() >= 2 * pairs(blocks) && dw.len() >= 2 * pairs(blocks));
+    #[cfg(target_arch = "x86_64")]
+    avx512::prepack(
+        format,
+        row,
+        blocks,
+        w.as_mut_ptr(),
+        dw.as_mut_ptr(),
+        mw.as_mut_ptr(),
+    );
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!(
+        "prepacked rows exist only with AVX-512: {format:?} {row:?} {blocks} {w:p} {dw:p} {mw:p}"
+    );
+}
+
+/// `R` prepacked rows ([`prepack_row`], given as `(w, dw, mw)`) against `T` tokens in the
+/// pair layout; returns `[row][token]`.
+///
+/// # Safety
+/// As for [`prepack_row`]; `x` must carry the pair layout of `pairs` pairs per token.
+pub unsafe fn dot_prepacked<const R: usize, const T: usize>(
+    rows: [(&[V512], &[f32], &[f32]); R],
+    pairs: usize,
+    offset: bool,
+    x: &XPtrs<T>,
+) -> [[f32; T]; R] {
+    #[cfg(target_arch = "x86_64")]
+    return avx512::dot_prepacked::<R, T>(
+        rows.map(|r| r.0.as_ptr()),
+        rows.map(|r| r.1.as_ptr()),
+        rows.map(|r| r.2.as_ptr()),
+        pairs,
+        offset,
+        x,
+    );
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!(
+        "prepacked rows exist only with AVX-512: {pairs} {offset} {}",
+        rows.len()
+    );
+}
+
+/// Quantizes `x` (a multiple of 32 values) to Q8_0 blocks appended to `out`, the way ggml
+/// does (scale = max |x| / 127, f16).
+pub fn quantize_q8_0(x: &[f32], out: &mut Vec<u8>) {
+    for xb in x.chunks_exact(QK) {
+        let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+        out.extend_from_slice(&half::f16::from_f32(d).to_bits().to_le_bytes());
+        out.extend(xb.iter().map(|&v| ((v * inv).round() as i8) as u8));
+    }
+}

@@ -1,0 +1,226 @@
+//! The SIMD kernels against the scalar reference, and the quantizers against ggml's rules.
+
+use super::scalar::unpack_scalar;
+use super::*;
+
+/// A small deterministic generator (xorshift) so failures reproduce.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn byte(&mut self) -> u8 {
+        (self.next() >> 24) as u8
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+}
+
+/// Random blocks of `format`, with every byte pattern allowed (scales kept finite).
+fn random_row(format: Format, blocks: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut row = Vec::new();
+    for _ in 0..blocks {
+        let mut blk: Vec<u8> = (0..format.block_bytes()).map(|_| rng.byte()).collect();
+        blk[..2].copy_from_slice(
+            &half::f16::from_f32(rng.unit() * 0.1)
+                .to_bits()
+                .to_le_bytes(),
+        );
+        if format == Format::Q4_1 {
+            let m = half::f16::from_f32(rng.unit() * 0.1)
+                .to_bits()
+                .to_le_bytes();
+            blk[2..4].copy_from_slice(&m);
+        }
+        row.extend(blk);
+    }
+    row
+}
+
+struct Acts {
+    qs: Vec<i8>,
+    d: Vec<f32>,
+    s: Vec<f32>,
+}
+
+fn random_acts(blocks: usize, rng: &mut Rng) -> Acts {
+    let x: Vec<f32> = (0..blocks * QK).map(|_| rng.unit() * 3.0).collect();
+    let mut a = Acts {
+        qs: vec![0; blocks * QK],
+        d: vec![0.0; blocks],
+        s: vec![0.0; blocks],
+    };
+    quantize_row(&x, &mut a.qs, &mut a.d, &mut a.s);
+    a
+}
+
+fn row(a: &Acts) -> Q8Row<'_> {
+    Q8Row {
+        qs: &a.qs,
+        d: &a.d,
+        s: &a.s,
+    }
+}
+
+/// Exact integer sums per block, then the scaling in f64: the value every kernel
+/// approximates in f32.
+fn reference(format: Format, w: &[u8], a: &Acts) -> f64 {
+    let mut total = 0f64;
+    for (b, blk) in w.chunks_exact(format.block_bytes()).enumerate() {
+        let (q, d, m) = unpack_scalar(format, blk);
+        let sum: i64 = (0..QK).map(|j| q[j] as i64 * a.qs[b * QK + j] as i64).sum();
+        total += d as f64 * a.d[b] as f64 * sum as f64 + m as f64 * a.s[b] as f64;
+    }
+    total
+}
+
+fn check<const T: usize>(isa: Isa, format: Format, blocks: usize, rng: &mut Rng) {
+    let w = random_row(format, blocks, rng);
+    let acts: Vec<Acts> = (0..T).map(|_| random_acts(blocks, rng)).collect();
+    let x: [Q8Row; T] = std::array::from_fn(|t| row(&acts[t]));
+    let got = dot(isa, format, &w, &x);
+    for t in 0..T {
+        let want = reference(format, &w, &acts[t]);
+        // The sum of |terms| bounds the rounding error of the f32 accumulation.
+        let magnitude: f64 = w
+            .chunks_exact(format.block_bytes())
+            .enumerate()
+            .map(|(b, blk)| {
+                let (q, d, m) = unpack_scalar(format, blk);
+                let s: i64 = (0..QK)
+                    .map(|j| (q[j] as i64 * acts[t].qs[b * QK + j] as i64).abs())
+                    .sum();
+                (d as f64 * acts[t].d[b] as f64 * s as f64).abs() + (m * acts[t].s[b]).abs() as f64
+            })
+            .sum();
+        let err = (got[t] as f64 - want).abs();
+        assert!(
+            err <= 1e-5 * magnitude + 1e-6,
+            "{isa:?} {format:?} T={T} blocks={blocks}: got {} want {want} (err {err}, scale {magnitude})",
+            got[t]
+        );
+    }
+}
+
+#[test]
+fn every_kernel_matches_the_exact_block_sums_on_random_blocks() {
+    let mut rng = Rng(0x9E3779B97F4A7C15);
+    for isa in Isa::all_supported() {
+        for format in [Format::Q4_1, Format::Q5_0, Format::Q8_0] {
+            for blocks in [1, 2, 7, 18, 152] {
+                check::<1>(isa, format, blocks, &mut rng);
+                check::<2>(isa, format, blocks, &mut rng);
+                check::<3>(isa, format, blocks, &mut rng);
+                check::<4>(isa, format, blocks, &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_block_sums_are_exact_in_every_kernel() {
+    // Unit scales and zero offsets make each result a sum of exact integers that f32
+    // holds exactly, so every instruction set must agree to the last bit, including the
+    // extremes: weights of -128 (Q8_0) or 15/31 (Q4_1/Q5_0) against activations of ±127.
+    for format in [Format::Q4_1, Format::Q5_0, Format::Q8_0] {
+        let mut rng = Rng(7);
+        let blocks = 9;
+        let mut w = random_row(format, blocks, &mut rng);
+        for blk in w.chunks_exact_mut(format.block_bytes()) {
+            blk[..2].copy_from_slice(&half::f16::from_f32(1.0).to_bits().to_le_bytes());
+            if format == Format::Q4_1 {
+                blk[2..4].copy_from_slice(&0u16.to_le_bytes());
+            }
+        }
+        if format == Format::Q8_0 {
+            w[2] = 0x80; // -128
+        }
+        let qs: Vec<i8> = (0..blocks * QK)
+            .map(|i| if i % 3 == 0 { -127 } else { 127 })
+            .collect();
+        let d = vec![1.0f32; blocks];
+        let s = vec![0.0f32; blocks];
+        let x = [Q8Row {
+            qs: &qs,
+            d: &d,
+            s: &s,
+        }];
+        let want = dot_scalar(format, &w, &x)[0];
+        for isa in Isa::all_supported() {
+            assert_eq!(dot(isa, format, &w, &x)[0], want, "{isa:?} {format:?}");
+        }
+    }
+}
+
+#[test]
+fn rounding_matches_the_c_library_on_halves_and_near_halves() {
+    for x in [
+        0.0f32,
+        0.5,
+        -0.5,
+        1.5,
+        -1.5,
+        2.5,
+        0.49999997,
+        -0.49999997,
+        126.5,
+        -127.49,
+        3.0,
+        -0.0,
+        1e-9,
+    ] {
+        assert_eq!(round_half_away(x), x.round(), "{x}");
+    }
+    let mut rng = Rng(11);
+    for _ in 0..100_000 {
+        let x = rng.unit() * 130.0;
+        assert_eq!(round_half_away(x), x.round(), "{x}");
+    }
+}
+
+#[test]
+fn q5_0_dequantize_reads_the_high_bits_of_each_value() {
+    // Every high bit set except bit 3: q = nibble | 16, and value 3 has q = nibble.
+    let mut blk = vec![0u8; 22];
+    blk[..2].copy_from_slice(&half::f16::from_f32(0.5).to_bits().to_le_bytes());
+    blk[2..6].copy_from_slice(&(!(1u32 << 3)).to_le_bytes());
+    for j in 0..16 {
+        blk[6 + j] = (j as u8) | ((15 - j as u8) << 4);
+    }
+    let mut out = [0f32; 32];
+    dequantize_row(Format::Q5_0, &blk, &mut out);
+    assert_eq!(out[0], 0.0); // (0 | 16) - 16
+    assert_eq!(out[3], 0.5 * (3.0 - 16.0));
+    assert_eq!(out[16], 0.5 * 15.0);
+}
+
+#[test]
+fn dequantized_rows_match_candle_for_every_format() {
+    use candle_core::quantized::{GgmlDType, QTensor};
+    use candle_core::{Device, Tensor};
+    let mut rng = Rng(3);
+    let values: Vec<f32> = (0..4 * 64).map(|_| rng.unit()).collect();
+    let t = Tensor::from_vec(values, (4, 64), &Device::Cpu).unwrap();
+    for (dtype, format) in [
+        (GgmlDType::Q4_1, Format::Q4_1),
+        (GgmlDType::Q5_0, Format::Q5_0),
+        (GgmlDType::Q8_0, Format::Q8_0),
+    ] {
+        let q = QTensor::quantize(&t, dtype).unwrap();
+        let want = q
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let bytes = q.data().unwrap();
+        let mut got = vec![0f32; 256];
+        dequantize_row(format, &bytes, &mut got);
+        assert_eq!(got, want, "{format:?}");
+    }
+}
