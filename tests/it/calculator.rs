@@ -114,11 +114,11 @@ fn large_and_small_values_are_exact_through_the_registry() {
 /// decimal marked as rounded, not as a float that hides which it is.
 #[test]
 fn fractions_are_exact_and_their_decimals_marked_rounded() {
-    assert_eq!(call("1/3").unwrap(), "1/3 ≈ 0.333333333333");
+    assert_eq!(call("1/3").unwrap(), "≈ 0.333333333333 (exactly 1/3)");
     assert_eq!(call("2/6 + 1/6").unwrap(), "0.5");
     assert_eq!(call("1/3 * 3").unwrap(), "1");
-    assert_eq!(call("22/7").unwrap(), "22/7 ≈ 3.14285714286");
-    assert_eq!(call("-1/7").unwrap(), "-1/7 ≈ -0.142857142857");
+    assert_eq!(call("22/7").unwrap(), "≈ 3.14285714286 (exactly 22/7)");
+    assert_eq!(call("-1/7").unwrap(), "≈ -0.142857142857 (exactly -1/7)");
 }
 
 /// Issue 16: floating-point results looked exactly like exact ones; now they say `≈`.
@@ -221,7 +221,7 @@ fn the_command_line_prints_exact_results_and_short_errors() {
         .args(["tools", "call", "calculator", r#"{"expression": "1/3"}"#])
         .assert()
         .success()
-        .stdout("1/3 ≈ 0.333333333333\n");
+        .stdout("≈ 0.333333333333 (exactly 1/3)\n");
     cairn(home.path())
         .args([
             "tools",
