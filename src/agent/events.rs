@@ -233,9 +233,13 @@ impl ProgressPrinter {
     }
 }
 
-/// `text` on one line, at most `max` characters, with `…` when cut.
+/// `text` on one line, at most `max` characters, with `…` when cut, control characters
+/// made visible.
 pub fn short(text: &str, max: usize) -> String {
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line: String = crate::tools::escape_controls(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     if one_line.chars().count() <= max {
         one_line
     } else {

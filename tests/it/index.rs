@@ -251,3 +251,31 @@ fn the_default_index_lives_in_cairn_home() {
         .assert()
         .success();
 }
+
+// Regression (issue 16): a document's escape sequence (`ESC [31m`) reached the terminal raw.
+#[test]
+fn search_output_shows_control_characters_instead_of_sending_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a.md"), "the \x1b[31mred\x07 alert\n").unwrap();
+    let idx = dir.path().join("idx.sqlite");
+    cairn(dir.path())
+        .args(["index", "--index"])
+        .arg(&idx)
+        .arg(&root)
+        .assert()
+        .success();
+    let out = cairn(dir.path())
+        .args(["search", "--index"])
+        .arg(&idx)
+        .arg("alert")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("\\x1b[31mred\\x07 alert"), "{text}");
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+}

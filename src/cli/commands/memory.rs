@@ -19,6 +19,7 @@ use crate::config::{Config, Verbosity};
 use crate::memory::{
     format_utc, Fact, FactId, FactScope, MemoryError, MemoryStore, SessionInfo, Step, Turn,
 };
+use crate::tools::escape_controls;
 
 /// The `cairn memory` subcommands.
 #[derive(Debug, Subcommand)]
@@ -268,7 +269,10 @@ fn shortened(text: &str) -> String {
 }
 
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    escape_controls(s)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn write_sessions(out: &mut impl Write, sessions: &[SessionInfo]) -> std::io::Result<()> {
@@ -293,6 +297,8 @@ fn write_sessions(out: &mut impl Write, sessions: &[SessionInfo]) -> std::io::Re
 
 /// Writes `text` after `label`, indenting continuation lines under the first.
 fn write_block(out: &mut impl Write, indent: &str, label: &str, text: &str) -> std::io::Result<()> {
+    // Stored text came from the model and tools: no raw control bytes reach the terminal.
+    let text = escape_controls(text);
     let mut lines = text.lines();
     writeln!(out, "{indent}{label}: {}", lines.next().unwrap_or(""))?;
     let pad = " ".repeat(label.len() + 2);

@@ -21,7 +21,7 @@ use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::config::{Config, Verbosity};
 use crate::index::Index;
 use crate::memory::MemoryStore;
-use crate::tools::{RegistryOptions, ToolRegistry};
+use crate::tools::{escape_controls, RegistryOptions, ToolRegistry};
 
 /// Flags of the agent loop, shared by `run` and `chat`.
 #[derive(Debug, Clone, Args)]
@@ -341,14 +341,16 @@ pub fn print_result(result: &AgentResult, json: bool) -> anyhow::Result<()> {
     if json {
         writeln!(out, "{}", serde_json::to_string(result)?)?;
     } else if !result.answer.is_empty() {
-        writeln!(out, "{}", result.answer)?;
+        // The answer is the model's text: control bytes (an escape sequence) are shown, not
+        // sent to the terminal. JSON output escapes them already.
+        writeln!(out, "{}", escape_controls(&result.answer))?;
     }
     out.flush()?;
     if !result.answered() {
         eprintln!(
             "error: the task stopped without an answer ({}): {}",
             result.stop_reason,
-            result.error.as_deref().unwrap_or("no detail")
+            escape_controls(result.error.as_deref().unwrap_or("no detail"))
         );
     }
     Ok(())

@@ -39,7 +39,8 @@ pub fn run(config: &Config, args: &SearchArgs) -> anyhow::Result<ExitCode> {
             if i > 0 {
                 writeln!(out)?;
             }
-            write!(out, "{}", h.render())?;
+            // Document text: control bytes are shown, not sent to the terminal.
+            write!(out, "{}", crate::tools::escape_controls(&h.render()))?;
         }
     }
     if hits.is_empty() {
