@@ -232,7 +232,7 @@ pub struct StepRecord {
     pub observation: String,
     /// How the step ended, e.g. `ok` or `error`.
     pub outcome: String,
-    /// The error class when it failed (`transient`, `invalid_input`, `fatal`).
+    /// The error class when it failed (`transient`, `invalid_input`, `timeout`, `fatal`).
     pub error_class: Option<String>,
     /// Wall time of the step in milliseconds.
     pub latency_ms: i64,

@@ -3,8 +3,8 @@
 //! would (validation, timeout, truncation) for people and scripts.
 //!
 //! A call prints the observation on stdout and exits 0, or prints the error with its class
-//! (`transient`, `invalid_input`, `fatal`) and hint on stderr and exits 1. With `--json` both
-//! outcomes are one JSON object on stdout.
+//! (`transient`, `invalid_input`, `timeout`, `fatal`) and hint on stderr and exits 1. With
+//! `--json` both outcomes are one JSON object on stdout.
 
 use std::io::Write;
 use std::process::ExitCode;
