@@ -274,9 +274,8 @@ pub fn preset_path(name: &str) -> PathBuf {
     let config = cairn::config::Config::default();
     let p = preset(name).unwrap_or_else(|| panic!("no preset named {name}"));
     let opts = FetchOptions {
-        models_dir: config.models_dir(),
-        offline: config.offline,
         progress: true,
+        ..cairn::cli::commands::fetch_options(&config)
     };
     fetch_preset(p, &opts).unwrap_or_else(|e| panic!("cannot get preset {name}: {e:#}"))
 }

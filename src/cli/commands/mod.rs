@@ -19,12 +19,24 @@ use anyhow::Context;
 
 use crate::config::{Config, Verbosity};
 use crate::model::arch::LoadOptions;
-use crate::model::fetch::{resolve_model, FetchOptions};
+use crate::model::fetch::{resolve_model, FetchOptions, HfOptions};
 use crate::model::LoadedModel;
+
+/// How model files are found and fetched: the models folder, offline mode and progress (unless
+/// `-q`) from the validated settings, and the Hugging Face cache, endpoint and proxy from the
+/// environment (`HF_HUB_CACHE`, `HF_HOME`, `HF_ENDPOINT`, `HTTPS_PROXY`...).
+pub fn fetch_options(config: &Config) -> FetchOptions {
+    FetchOptions {
+        models_dir: config.models_dir(),
+        offline: config.offline,
+        progress: config.verbosity >= Verbosity::Normal,
+        hf: HfOptions::from_vars(crate::config::env_nonempty, dirs::home_dir().as_deref()),
+    }
+}
 
 /// Finds (fetching if allowed) and loads the configured model; notes on stderr at `-v`.
 pub fn load_model(config: &Config, tokenizer_json: Option<&Path>) -> anyhow::Result<LoadedModel> {
-    let path = resolve_model(config.model.as_deref(), &FetchOptions::from_config(config))?;
+    let path = resolve_model(config.model.as_deref(), &fetch_options(config))?;
     let load = LoadOptions {
         requantize: config.requantize,
         engine: config.engine,

@@ -58,7 +58,7 @@ pub struct InfoArgs {
 
 /// Runs a `cairn model` subcommand.
 pub fn run(config: &Config, command: &ModelCommand) -> anyhow::Result<ExitCode> {
-    let opts = FetchOptions::from_config(config);
+    let opts = super::fetch_options(config);
     match command {
         ModelCommand::List(args) => list(&opts, args),
         ModelCommand::Fetch(args) => fetch_one(&opts, args),
