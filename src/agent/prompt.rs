@@ -4,8 +4,10 @@
 //!
 //! Layout, as chat messages:
 //! 1. system: how to work, the step format, every tool with its arguments described from its
-//!    schema (no placeholder examples: design.md, "Prompt");
-//! 2. user: facts, earlier turns, then the task;
+//!    schema (no placeholder examples: small models copy them);
+//! 2. user: facts, earlier turns, what the tools add for this task ([`tool_context`]: e.g. the
+//!    schemas of the database tables that match the task's words, when the sql tool's
+//!    description could not show them all), then the task;
 //! 3. per round: assistant (the step JSON, exactly as decoded), then a tool message (the
 //!    observation).
 //!
@@ -27,7 +29,7 @@ use serde_json::Value;
 use super::{AgentError, Policy};
 use crate::constrain::agent_step::FINAL_ANSWER;
 use crate::model::template::Message;
-use crate::tools::ToolInfo;
+use crate::tools::{ToolInfo, ToolRegistry};
 
 /// The system text: how to work, the step format and the tools.
 pub fn system_text(tools: &[ToolInfo]) -> String {
@@ -140,9 +142,31 @@ pub struct TaskContext {
     pub history: Vec<(String, String)>,
 }
 
+/// What the tools listed in `infos` add to the message of `task`
+/// ([`crate::tools::Tool::context_for`]), in the order of `infos`. The system text stays the
+/// same for every task; this is where a tool puts what it chose for this one.
+pub fn tool_context(tools: &ToolRegistry, infos: &[ToolInfo], task: &str) -> Vec<String> {
+    infos
+        .iter()
+        .filter_map(|i| tools.get(&i.name)?.context_for(task))
+        .filter(|t| !t.trim().is_empty())
+        .collect()
+}
+
 /// The user message of a task: facts, earlier turns, the task, and a note when rounds were
 /// dropped.
 pub fn task_message(task: &str, ctx: Option<&TaskContext>, dropped_rounds: usize) -> Message {
+    task_message_with(task, ctx, &[], dropped_rounds)
+}
+
+/// The user message of a task with what the tools add for it ([`tool_context`]), placed just
+/// before the task.
+pub fn task_message_with(
+    task: &str,
+    ctx: Option<&TaskContext>,
+    tool_notes: &[String],
+    dropped_rounds: usize,
+) -> Message {
     let mut s = String::new();
     if let Some(ctx) = ctx {
         if !ctx.facts.is_empty() {
@@ -164,6 +188,11 @@ pub fn task_message(task: &str, ctx: Option<&TaskContext>, dropped_rounds: usize
             }
             s.push('\n');
         }
+    }
+    for n in tool_notes {
+        // Database schemas and the like come from the user's files: no control tokens.
+        s.push_str(&defuse_control_tokens(n.trim()));
+        s.push_str("\n\n");
     }
     s.push_str("Task: ");
     s.push_str(task.trim());
@@ -258,8 +287,8 @@ pub fn cut_marker(cut: usize, total: usize) -> String {
 
 /// A whole worked task, shown before the user's as earlier conversation when the calculator
 /// is among the tools: one tool call, its result, and the final answer that uses it. It is
-/// deliberately unlike the user's tasks (design.md, "Prompt": small models copy what they
-/// see), and it sits in the prefix shared by every task, so it is computed once.
+/// deliberately unlike the user's tasks (small models copy what they see), and it sits in the
+/// prefix shared by every task, so it is computed once.
 pub fn worked_example(tools: &[ToolInfo]) -> Vec<Message> {
     if !tools.iter().any(|t| t.name == "calculator") {
         return Vec::new();
@@ -280,11 +309,12 @@ fn assemble(
     prefix: &[Message],
     task: &str,
     ctx: Option<&TaskContext>,
+    notes: &[String],
     rounds: &[RoundText],
     dropped: usize,
 ) -> Vec<Message> {
     let mut m = prefix.to_vec();
-    m.push(task_message(task, ctx, dropped));
+    m.push(task_message_with(task, ctx, notes, dropped));
     for r in &rounds[dropped..] {
         m.push(Message::assistant(r.step.clone()));
         m.push(Message::tool(r.observation.clone()));
@@ -293,25 +323,29 @@ fn assemble(
 }
 
 /// Builds the prompt for the next step within `budget` tokens: `prefix` (the system message
-/// and the worked example), the task message, then the rounds. `min_dropped` is how many
-/// rounds an earlier round of the same task already dropped (dropping is never undone, so the
-/// cached prefix stays valid). Returns `Ok(None)` when even the system text, tools and task
-/// alone do not fit.
+/// and the worked example), the task message (with `notes`, what the tools add for the task:
+/// [`tool_context`]), then the rounds. `min_dropped` is how many rounds an earlier round of
+/// the same task already dropped (dropping is never undone, so the cached prefix stays
+/// valid). The notes go with the facts and earlier turns when those must. Returns `Ok(None)`
+/// when even the system text, tools and task alone do not fit.
+#[allow(clippy::too_many_arguments)]
 pub fn fit(
     policy: &mut dyn Policy,
     prefix: &[Message],
     task: &str,
     ctx: &TaskContext,
+    notes: &[String],
     rounds: &[RoundText],
     min_dropped: usize,
     budget: usize,
 ) -> Result<Option<Fitted>, AgentError> {
-    let has_ctx = !ctx.facts.is_empty() || !ctx.history.is_empty();
+    let has_ctx = !ctx.facts.is_empty() || !ctx.history.is_empty() || !notes.is_empty();
     let mut dropped = min_dropped.min(rounds.len());
     let mut use_ctx = true;
     loop {
         let c = use_ctx.then_some(ctx);
-        let messages = assemble(prefix, task, c, rounds, dropped);
+        let n: &[String] = if use_ctx { notes } else { &[] };
+        let messages = assemble(prefix, task, c, n, rounds, dropped);
         let tokens = policy.prompt_tokens(&messages)?;
         if tokens <= budget {
             return Ok(Some(Fitted {
@@ -328,7 +362,7 @@ pub fn fit(
             dropped += 1;
             let target = budget * 3 / 4;
             while dropped + 1 < rounds.len() {
-                let m = assemble(prefix, task, c, rounds, dropped);
+                let m = assemble(prefix, task, c, n, rounds, dropped);
                 if policy.prompt_tokens(&m)? <= target {
                     break;
                 }
@@ -344,12 +378,13 @@ pub fn fit(
     }
     // Only the newest round is left (or none): cut its observation.
     let c = (use_ctx && has_ctx).then_some(ctx);
+    let n: &[String] = if c.is_some() { notes } else { &[] };
     let Some(last) = rounds.get(dropped) else {
         return Ok(None);
     };
     let total = last.observation.chars().count();
     let mut keep = total;
-    let mut tokens = policy.prompt_tokens(&assemble(prefix, task, c, rounds, dropped))?;
+    let mut tokens = policy.prompt_tokens(&assemble(prefix, task, c, n, rounds, dropped))?;
     while keep > 0 {
         // A token is at least one character: cutting `over * 4 + 64` more characters is
         // usually enough in one go; otherwise go round again with the new length.
@@ -367,7 +402,7 @@ pub fn fit(
         cut_round.observation = kept + &reclose + &cut_marker(total - keep, total);
         let mut rs: Vec<RoundText> = rounds[..dropped].to_vec();
         rs.push(cut_round);
-        let messages = assemble(prefix, task, c, &rs, dropped);
+        let messages = assemble(prefix, task, c, n, &rs, dropped);
         tokens = policy.prompt_tokens(&messages)?;
         if tokens <= budget {
             return Ok(Some(Fitted {

@@ -245,6 +245,7 @@ impl<P: Policy> Agent<P> {
         ctx: &TaskContext,
     ) -> Result<(StopReason, Option<String>), AgentError> {
         let infos = self.tools.list();
+        let notes = super::prompt::tool_context(&self.tools, &infos, task);
         let mut prefix = vec![Message::system(system_text(&infos))];
         prefix.extend(worked_example(&infos));
         let budget = self
@@ -290,6 +291,7 @@ impl<P: Policy> Agent<P> {
                 &prefix,
                 task,
                 ctx,
+                &notes,
                 &rounds,
                 min_dropped,
                 budget,

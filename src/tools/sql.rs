@@ -3,11 +3,19 @@
 //! Safety comes in layers. The file is opened read-only; an authorizer admits only reading
 //! (`SELECT`, reads of columns, functions other than `load_extension`, recursive CTEs and a
 //! list of read-only `PRAGMA`s) and refuses everything else, ATTACH and DETACH included, at
-//! prepare time; a progress handler interrupts a query that runs over the time limit. Results
-//! come back as a compact table capped at [`SqlOptions::max_rows`] with "(N more rows)".
+//! prepare time; a progress handler interrupts a query that runs over the time limit. Memory is
+//! bounded too: the connection refuses any string or blob longer than
+//! [`SqlOptions::max_value_bytes`] (which also bounds the time one SQL function call can take,
+//! where the progress handler cannot reach), and SQLite's heap for the whole process is capped
+//! at [`HEAP_LIMIT_BYTES`]. Results come back as a compact table capped in rows
+//! ([`SqlOptions::max_rows`]), columns ([`SqlOptions::max_columns`]) and characters
+//! ([`SqlOptions::max_result_chars`]), with a line saying what was left out.
 //!
-//! The tool's description carries the database's CREATE statements (capped), so the model
-//! knows the tables without asking. Error messages help the model fix its query: an unknown
+//! The tool's description carries the database's CREATE statements within a budget: full text
+//! while it fits, then table names only, then a count with the queries that list the rest, so
+//! a database of thousands of tables still fits the prompt. When tables were left out,
+//! [`Tool::context_for`] gives the task message the full schemas of the tables whose names or
+//! columns match the task's words. Error messages help the model fix its query: an unknown
 //! table lists the tables, an unknown column lists the columns of the tables the query names.
 
 use std::path::{Path, PathBuf};
@@ -24,6 +32,14 @@ use serde_json::Value;
 
 use super::{parse_args, schema_of, Observation, Tool, ToolError};
 
+/// SQLite's heap limit for the whole process (`sqlite3_hard_heap_limit64`), set when a sql
+/// tool is opened: a query that needs more fails with an error instead of growing the process.
+/// It is process-wide, so it also covers the memory store's and the index's connections, whose
+/// normal use (page caches of a few MiB) is far below it; only a query near the limit at the
+/// same moment could make one of their calls fail for lack of memory, as an error, not a crash.
+/// A lower limit set before is kept.
+pub const HEAP_LIMIT_BYTES: i64 = 192 << 20;
+
 /// Limits of the `sql` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SqlOptions {
@@ -31,8 +47,24 @@ pub struct SqlOptions {
     pub time_limit: Duration,
     /// At most this many rows are shown; the rest are counted.
     pub max_rows: usize,
-    /// The schema in the description is cut after this many characters.
+    /// At most this many columns are shown; the others are named in a note.
+    pub max_columns: usize,
+    /// The shown result is at most about this many characters; the rows after are counted.
+    pub max_result_chars: usize,
+    /// The longest string or blob the connection makes or reads (`SQLITE_LIMIT_LENGTH`): a
+    /// query that needs a longer one fails. This bounds each value's memory and the time of
+    /// one SQL function call, which the progress handler cannot interrupt.
+    pub max_value_bytes: usize,
+    /// The longest query text accepted, in bytes.
+    pub max_query_bytes: usize,
+    /// The full CREATE statements in the description stop at this many characters.
     pub max_schema_chars: usize,
+    /// The names of the tables whose statements did not fit stop at this many characters;
+    /// the rest are counted.
+    pub max_names_chars: usize,
+    /// The schemas [`Tool::context_for`] adds to a task's message stop at this many
+    /// characters.
+    pub max_context_chars: usize,
 }
 
 impl Default for SqlOptions {
@@ -40,10 +72,22 @@ impl Default for SqlOptions {
         SqlOptions {
             time_limit: Duration::from_secs(2),
             max_rows: 50,
-            max_schema_chars: 4000,
+            max_columns: 30,
+            max_result_chars: 1800,
+            max_value_bytes: 256 << 10,
+            max_query_bytes: 100_000,
+            max_schema_chars: 6000,
+            max_names_chars: 2000,
+            max_context_chars: 2000,
         }
     }
 }
+
+/// How many characters of a text cell (and of a column name) are shown.
+const MAX_CELL_CHARS: usize = 200;
+
+/// Room kept in a result for the line that counts the rows not shown.
+const ROW_NOTE_CHARS: usize = 200;
 
 /// The arguments of `sql`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -51,6 +95,16 @@ impl Default for SqlOptions {
 pub struct SqlArgs {
     /// One read-only SQL statement (SQLite dialect).
     pub query: String,
+}
+
+/// A table or view of the database, as read when the tool opened.
+#[derive(Debug, Clone)]
+struct TableEntry {
+    name: String,
+    /// Its CREATE statement.
+    sql: String,
+    /// Whether the description shows the statement in full.
+    in_description: bool,
 }
 
 /// The `sql` tool, holding one read-only connection.
@@ -61,8 +115,14 @@ pub struct SqlTool {
     /// handler.
     deadline: Arc<AtomicU64>,
     epoch: Instant,
+    /// The schema part of the description.
     schema: String,
+    /// Every table and view name, sorted.
     tables: Vec<String>,
+    /// Every table and view with its statement, in description order.
+    entries: Vec<TableEntry>,
+    /// Whether the description shows every table's statement.
+    complete: bool,
     options: SqlOptions,
 }
 
@@ -70,7 +130,7 @@ impl std::fmt::Debug for SqlTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqlTool")
             .field("path", &self.path)
-            .field("tables", &self.tables)
+            .field("tables", &self.tables.len())
             .finish()
     }
 }
@@ -171,13 +231,17 @@ impl SqlTool {
         )
         .map_err(|e| map_open_error(path, &e))?;
         let _ = conn.busy_timeout(Duration::from_millis(250));
-        let (schema, tables) =
-            read_schema(&conn, options.max_schema_chars).map_err(|e| map_open_error(path, &e))?;
+        limit_resources(&conn, &options);
+        let schema = read_schema(&conn, &options).map_err(|e| map_open_error(path, &e))?;
         let epoch = Instant::now();
         let deadline = Arc::new(AtomicU64::new(u64::MAX));
         let d = deadline.clone();
+        // Checked every 10 virtual-machine steps, about once per row of a loop: one step can be
+        // a function call over values of up to `max_value_bytes` (the slowest, instr() over
+        // two such strings, takes about 0.3 s at 256 KiB), so the checks must not be far apart.
+        // The check itself is a clock read.
         conn.progress_handler(
-            1000,
+            10,
             Some(move || epoch.elapsed().as_nanos() as u64 > d.load(Ordering::Relaxed)),
         )
         .map_err(|e| map_open_error(path, &e))?;
@@ -188,8 +252,10 @@ impl SqlTool {
             conn: Mutex::new(conn),
             deadline,
             epoch,
-            schema,
-            tables,
+            schema: schema.text,
+            tables: schema.tables,
+            entries: schema.entries,
+            complete: schema.complete,
             options,
         })
     }
@@ -207,14 +273,40 @@ impl SqlTool {
                 self.path.display()
             )));
         }
+        // SQLite reads a query only up to its first NUL byte and would run the part before
+        // it as if the rest were not there.
+        if let Some(at) = sql.find('\0') {
+            return Err(ToolError::invalid(format!(
+                "the query holds a NUL character (\\u0000) at byte {at}; SQLite would ignore \
+                 everything after it"
+            ))
+            .with_hint("remove the NUL character and send one SELECT statement"));
+        }
+        if sql.len() > self.options.max_query_bytes {
+            return Err(ToolError::invalid(format!(
+                "the query is {} bytes long; the sql tool takes at most {}",
+                sql.len(),
+                self.options.max_query_bytes
+            ))
+            .with_hint("send a shorter query"));
+        }
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let limit = self.options.time_limit;
         let start = self.epoch.elapsed();
         self.deadline
             .store((start + limit).as_nanos() as u64, Ordering::Relaxed);
-        let result = run_query(&conn, sql, self.options.max_rows, limit);
+        let result = run_query(&conn, sql, &self.options);
         self.deadline.store(u64::MAX, Ordering::Relaxed);
         result.map_err(|e| self.explain(&conn, sql, e))
+    }
+
+    /// The table names for an error message, those sharing a word with `near` first, cut at
+    /// about `max_chars` with the count of the rest.
+    fn table_list(&self, near: &str, max_chars: usize) -> String {
+        let words = words_of(near);
+        let mut names: Vec<&String> = self.tables.iter().collect();
+        names.sort_by_cached_key(|t| !words_of(t).iter().any(|w| words.contains(w)));
+        join_within(names.iter().map(|s| s.as_str()), max_chars)
     }
 
     fn explain(&self, conn: &Connection, sql: &str, e: QueryError) -> ToolError {
@@ -249,6 +341,25 @@ impl SqlTool {
                 ))
                 .with_hint("add a LIMIT, a narrower WHERE, or avoid unbounded recursion");
             }
+            Some(ErrorCode::TooBig) => {
+                return ToolError::invalid(format!(
+                    "a value in the query is longer than the sql tool's limit of {} ({text})",
+                    bytes(self.options.max_value_bytes)
+                ))
+                .with_hint(
+                    "a value that large can be neither read nor made (randomblob, zeroblob, \
+                     long group_concat); select other columns, and octet_length(col) for the \
+                     size of a stored one",
+                )
+            }
+            Some(ErrorCode::OutOfMemory) => return ToolError::invalid(format!(
+                "the query needs more memory than the sql tool allows ({} for all of \
+                     cairn's SQLite work) and was stopped",
+                bytes(HEAP_LIMIT_BYTES as usize)
+            ))
+            .with_hint(
+                "select fewer columns and rows, and avoid large sorts or joins without a condition",
+            ),
             Some(ErrorCode::AuthorizationForStatementDenied) => return refused(&text),
             Some(ErrorCode::ReadOnly) => {
                 return ToolError::invalid(format!("refused: the database is read-only ({text})"))
@@ -269,16 +380,22 @@ impl SqlTool {
         if let Some(rest) = text.strip_prefix("no such table: ") {
             return ToolError::invalid(format!(
                 "no such table: {rest} (tables: {})",
-                self.tables.join(", ")
+                self.table_list(rest, 1000)
             ))
-            .with_hint("use one of the listed tables");
+            .with_hint(
+                "use one of the listed tables; SELECT name FROM sqlite_master WHERE \
+                 type='table' lists them all",
+            );
         }
         if let Some(rest) = text.strip_prefix("no such column: ") {
             let cols = columns_of_named_tables(conn, sql, &self.tables);
             let msg = if cols.is_empty() {
                 format!("no such column: {rest}")
             } else {
-                format!("no such column: {rest} (columns: {})", cols.join(", "))
+                format!(
+                    "no such column: {rest} (columns: {})",
+                    join_within(cols.iter().map(String::as_str), 1000)
+                )
             };
             return ToolError::invalid(msg).with_hint("use one of the listed columns");
         }
@@ -308,12 +425,63 @@ impl From<rusqlite::Error> for QueryError {
     }
 }
 
-fn run_query(
-    conn: &Connection,
-    sql: &str,
-    max_rows: usize,
-    limit: Duration,
-) -> Result<String, QueryError> {
+/// Sets the connection's own limits and the process's heap limit.
+fn limit_resources(conn: &Connection, options: &SqlOptions) {
+    let length = i32::try_from(options.max_value_bytes).unwrap_or(i32::MAX);
+    // SAFETY: the handle is the open connection `conn` owns, used on this thread only;
+    // sqlite3_limit only changes a limit of that connection. sqlite3_hard_heap_limit64 is
+    // thread-safe, and a negative argument only reads the current limit.
+    unsafe {
+        rusqlite::ffi::sqlite3_limit(conn.handle(), rusqlite::ffi::SQLITE_LIMIT_LENGTH, length);
+        let current = rusqlite::ffi::sqlite3_hard_heap_limit64(-1);
+        if current <= 0 || current > HEAP_LIMIT_BYTES {
+            rusqlite::ffi::sqlite3_hard_heap_limit64(HEAP_LIMIT_BYTES);
+        }
+    }
+}
+
+/// `n` bytes in words: "256 KiB", "192 MiB".
+fn bytes(n: usize) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// `items` joined with ", " up to about `max_chars`, then "… and N more".
+fn join_within<'a>(items: impl ExactSizeIterator<Item = &'a str>, max_chars: usize) -> String {
+    let total = items.len();
+    let mut out = String::new();
+    let mut n = 0;
+    for it in items {
+        if n > 0 && out.len() + it.len() + 2 > max_chars {
+            break;
+        }
+        if n > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(it);
+        n += 1;
+    }
+    if n < total {
+        out.push_str(&format!(", … and {} more", total - n));
+    }
+    out
+}
+
+/// `s` cut to `max` characters, with "…" when cut.
+fn cut_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+fn run_query(conn: &Connection, sql: &str, options: &SqlOptions) -> Result<String, QueryError> {
+    let max_rows = options.max_rows;
     let trimmed = sql.trim().trim_end_matches(';').trim();
     if trimmed.is_empty() {
         return Err(QueryError::Empty);
@@ -322,19 +490,48 @@ fn run_query(
         rusqlite::Error::MultipleStatement => QueryError::Multiple,
         e => QueryError::Sqlite(e),
     })?;
-    let names: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
+    let names: Vec<String> = stmt
+        .column_names()
+        .map(|s| cut_chars(s, MAX_CELL_CHARS))
+        .collect();
     let ncols = names.len();
+    let shown_cols = ncols.min(options.max_columns.max(1));
+    let mut out = String::new();
+    if ncols > 0 {
+        let mut header = names[..shown_cols].join(" | ");
+        if shown_cols < ncols {
+            header.push_str(" | …");
+        }
+        // Long column names must leave room for the rows.
+        out.push_str(&cut_chars(&header, options.max_result_chars / 3));
+        out.push('\n');
+    }
+    // The notes after the rows must fit in `max_result_chars` too: the registry cuts what is
+    // longer, and they are what tells the model what it is not seeing.
+    let col_note = if shown_cols < ncols {
+        let rest: Vec<&str> = names[shown_cols..].iter().map(String::as_str).collect();
+        format!(
+            "({} more columns not shown: {}; select the columns you need by name)\n",
+            ncols - shown_cols,
+            join_within(rest.into_iter(), 300)
+        )
+    } else {
+        String::new()
+    };
+    let rows_budget = options
+        .max_result_chars
+        .saturating_sub(col_note.len() + ROW_NOTE_CHARS);
     let mut rows = stmt.query([])?;
-    let mut shown: Vec<Vec<String>> = Vec::new();
+    let mut shown = 0usize;
     let mut more: u64 = 0;
     let mut counting_stopped = false;
+    let mut full = false;
     loop {
         let row = match rows.next() {
             Ok(Some(r)) => r,
             Ok(None) => break,
             Err(e)
-                if !shown.is_empty()
-                    && shown.len() >= max_rows
+                if (shown >= max_rows || full)
                     && e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) =>
             {
                 counting_stopped = true;
@@ -342,35 +539,51 @@ fn run_query(
             }
             Err(e) => return Err(e.into()),
         };
-        if shown.len() < max_rows {
-            let mut cells = Vec::with_capacity(ncols);
-            for i in 0..ncols {
-                cells.push(cell(row.get_ref(i)?));
-            }
-            shown.push(cells);
-        } else {
+        if shown >= max_rows || full {
             more += 1;
+            continue;
         }
-    }
-    let mut out = String::new();
-    if ncols > 0 {
-        out.push_str(&names.join(" | "));
+        let mut cells = Vec::with_capacity(shown_cols);
+        for i in 0..shown_cols {
+            cells.push(cell(row.get_ref(i)?));
+        }
+        let mut line = cells.join(" | ");
+        if shown_cols < ncols {
+            line.push_str(" | …");
+        }
+        if out.len() + line.len() + 1 > rows_budget {
+            full = true;
+            if shown > 0 {
+                more += 1;
+                continue;
+            }
+            // Not even one row fits: show its start.
+            let room = rows_budget.saturating_sub(out.len()).max(80);
+            line = cut_chars(&line, room);
+        }
+        out.push_str(&line);
         out.push('\n');
+        shown += 1;
     }
-    for r in &shown {
-        out.push_str(&r.join(" | "));
-        out.push('\n');
-    }
-    if shown.is_empty() {
+    if shown == 0 {
         out.push_str("(no rows)\n");
     }
+    out.push_str(&col_note);
+    let why = if full {
+        format!(
+            " not shown: the result is limited to {} characters; select fewer columns or rows",
+            options.max_result_chars
+        )
+    } else {
+        String::new()
+    };
     if counting_stopped {
         out.push_str(&format!(
-            "(at least {more} more rows; counting stopped at the {:.1} s limit)\n",
-            limit.as_secs_f64()
+            "(at least {more} more rows{why}; counting stopped at the {:.1} s limit)\n",
+            options.time_limit.as_secs_f64()
         ));
     } else if more > 0 {
-        out.push_str(&format!("({more} more rows)\n"));
+        out.push_str(&format!("({more} more rows{why})\n"));
     }
     Ok(out.trim_end().to_string())
 }
@@ -379,12 +592,22 @@ fn cell(v: ValueRef<'_>) -> String {
     match v {
         ValueRef::Null => "NULL".into(),
         ValueRef::Integer(i) => i.to_string(),
-        ValueRef::Real(f) => format!("{f}"),
+        ValueRef::Real(f) => {
+            // Display writes every digit of 1e300; past 24 characters use the exponent form.
+            let plain = format!("{f}");
+            if plain.len() > 24 {
+                format!("{f:e}")
+            } else {
+                plain
+            }
+        }
         ValueRef::Text(t) => {
-            let s = String::from_utf8_lossy(t);
+            // Only the start can be shown: decode no more than it needs.
+            let head = &t[..t.len().min(MAX_CELL_CHARS * 4 + 4)];
+            let s = String::from_utf8_lossy(head);
             let s = s.replace('\n', "\\n").replace('|', "\\|");
-            if s.chars().count() > 200 {
-                let cut: String = s.chars().take(200).collect();
+            if s.chars().count() > MAX_CELL_CHARS || head.len() < t.len() {
+                let cut: String = s.chars().take(MAX_CELL_CHARS).collect();
                 format!("{cut}…")
             } else {
                 s
@@ -394,40 +617,211 @@ fn cell(v: ValueRef<'_>) -> String {
     }
 }
 
-/// The CREATE statements of the database, cut at `max_chars`, and the table names.
-fn read_schema(conn: &Connection, max_chars: usize) -> rusqlite::Result<(String, Vec<String>)> {
+/// The schema as read when the tool opens.
+struct Schema {
+    /// The part of the description that shows it.
+    text: String,
+    /// Every table and view name, sorted.
+    tables: Vec<String>,
+    /// Every table and view with its statement, in description order.
+    entries: Vec<TableEntry>,
+    /// Whether every table's statement is in `text`.
+    complete: bool,
+}
+
+/// The database's CREATE statements within the budgets of `options`: tables and views in
+/// full while they fit in `max_schema_chars` (then indexes and triggers, when every table
+/// fit), the names of the other tables within `max_names_chars`, and a count of the rest with
+/// the queries that list them.
+fn read_schema(conn: &Connection, options: &SqlOptions) -> rusqlite::Result<Schema> {
     let mut stmt = conn.prepare(
         "SELECT type, name, sql FROM sqlite_master \
          WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' \
          ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'view' THEN 1 ELSE 2 END, name",
     )?;
     let mut rows = stmt.query([])?;
-    let mut schema = String::new();
-    let mut tables = Vec::new();
-    let mut left_out = Vec::new();
+    let mut text = String::new();
+    let mut entries = Vec::new();
+    let mut left_out: Vec<String> = Vec::new();
     while let Some(r) = rows.next()? {
         let kind: String = r.get(0)?;
         let name: String = r.get(1)?;
         let sql: String = r.get(2)?;
-        if kind == "table" || kind == "view" {
-            tables.push(name.clone());
-        }
-        if schema.len() + sql.len() + 2 <= max_chars {
-            schema.push_str(&sql);
-            schema.push_str(";\n");
-        } else if kind == "table" || kind == "view" {
-            left_out.push(name);
+        let is_table = kind == "table" || kind == "view";
+        let fits = text.len() + sql.len() + 2 <= options.max_schema_chars;
+        if is_table {
+            if fits {
+                text.push_str(&sql);
+                text.push_str(";\n");
+            } else {
+                left_out.push(name.clone());
+            }
+            entries.push(TableEntry {
+                name,
+                sql,
+                in_description: fits,
+            });
+        } else if fits && left_out.is_empty() {
+            text.push_str(&sql);
+            text.push_str(";\n");
         }
     }
-    if !left_out.is_empty() {
-        schema.push_str(&format!(
-            "-- and {} more not shown: {}\n",
-            left_out.len(),
-            left_out.join(", ")
-        ));
+    let complete = left_out.is_empty();
+    if !complete {
+        let mut listed = 0;
+        let mut names = String::new();
+        for n in &left_out {
+            if names.len() + n.len() + 2 > options.max_names_chars {
+                break;
+            }
+            if listed > 0 {
+                names.push_str(", ");
+            }
+            names.push_str(n);
+            listed += 1;
+        }
+        if listed > 0 {
+            text.push_str(&format!(
+                "-- {listed} more tables, names only (PRAGMA table_info(name) gives a table's \
+                 columns): {names}\n"
+            ));
+        }
+        let rest = left_out.len() - listed;
+        if rest > 0 {
+            text.push_str(&format!(
+                "-- … {rest} more tables not listed here; ask with sql: SELECT name FROM \
+                 sqlite_master WHERE type='table' AND name LIKE '%word%', then PRAGMA \
+                 table_info(name) for a table's columns\n"
+            ));
+        }
     }
+    let mut tables: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
     tables.sort();
-    Ok((schema.trim_end().to_string(), tables))
+    Ok(Schema {
+        text: text.trim_end().to_string(),
+        tables,
+        entries,
+        complete,
+    })
+}
+
+/// Words that say nothing about which table a task needs: common English words and the SQL
+/// words every CREATE statement holds.
+const NOT_TOPICS: &[&str] = &[
+    "the",
+    "and",
+    "for",
+    "are",
+    "was",
+    "were",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "how",
+    "many",
+    "much",
+    "with",
+    "from",
+    "that",
+    "this",
+    "these",
+    "those",
+    "there",
+    "their",
+    "have",
+    "has",
+    "had",
+    "does",
+    "did",
+    "can",
+    "could",
+    "would",
+    "should",
+    "will",
+    "all",
+    "any",
+    "each",
+    "every",
+    "our",
+    "your",
+    "you",
+    "list",
+    "show",
+    "give",
+    "tell",
+    "find",
+    "get",
+    "number",
+    "total",
+    "per",
+    "than",
+    "more",
+    "most",
+    "less",
+    "least",
+    "not",
+    "null",
+    "into",
+    "about",
+    "create",
+    "table",
+    "view",
+    "integer",
+    "int",
+    "text",
+    "real",
+    "blob",
+    "numeric",
+    "primary",
+    "key",
+    "references",
+    "default",
+    "unique",
+    "check",
+    "foreign",
+    "autoincrement",
+    "varchar",
+    "constraint",
+    "collate",
+    "nocase",
+    "rowid",
+    "without",
+    "select",
+    "where",
+    "order",
+    "group",
+    "join",
+    "end",
+    "date",
+    "time",
+    "name",
+    "value",
+    "type",
+];
+
+/// The lowercase words of `s` (letters and digits; `_` splits), three characters or more,
+/// with a plural `s` taken off, and without [`NOT_TOPICS`].
+fn words_of(s: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in s
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+    {
+        let w = w.to_lowercase();
+        if NOT_TOPICS.contains(&w.as_str()) {
+            continue;
+        }
+        let w = match w.strip_suffix('s') {
+            Some(stem) if stem.chars().count() >= 3 && !stem.ends_with('s') => stem.to_string(),
+            _ => w,
+        };
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
 }
 
 /// `table.column` for every column of the tables whose names appear in `sql`.
@@ -456,14 +850,70 @@ impl Tool for SqlTool {
     }
 
     fn description(&self) -> String {
+        let tables = if self.complete {
+            format!("the tables {}", self.tables.join(", "))
+        } else {
+            format!("{} tables (not all shown below)", self.tables.len())
+        };
         format!(
-            "The user's database (SQLite) with the tables {}. Use it for any question about \
+            "The user's database (SQLite) with {tables}. Use it for any question about \
              these records (names, prices, amounts, counts, dates). Runs one read-only SQL query \
              and returns the rows as a table (at most {} rows). The tables:\n{}",
-            self.tables.join(", "),
-            self.options.max_rows,
-            self.schema
+            self.options.max_rows, self.schema
         )
+    }
+
+    /// When the description could not show every table's statement: the full statements of
+    /// the tables whose names or columns share words with the task, best matches first (a
+    /// word in the name counts three times one in the columns), within `max_context_chars`.
+    fn context_for(&self, task: &str) -> Option<String> {
+        if self.complete {
+            return None;
+        }
+        let words = words_of(task);
+        if words.is_empty() {
+            return None;
+        }
+        let mut scored: Vec<(usize, &TableEntry)> = self
+            .entries
+            .iter()
+            .filter(|e| !e.in_description)
+            .filter_map(|e| {
+                let in_name = words_of(&e.name);
+                let in_sql = words_of(&e.sql);
+                let score: usize = words
+                    .iter()
+                    .map(|w| {
+                        if in_name.contains(w) {
+                            3
+                        } else if in_sql.contains(w) {
+                            1
+                        } else {
+                            0
+                        }
+                    })
+                    .sum();
+                (score > 0).then_some((score, e))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+        let mut body = String::new();
+        for (_, e) in scored {
+            if body.len() + e.sql.len() + 2 > self.options.max_context_chars {
+                continue;
+            }
+            body.push_str(&e.sql);
+            body.push_str(";\n");
+        }
+        if body.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "Tables of the sql database that match this task's words (the sql tool's \
+             description could not show all {} tables):\n{}",
+            self.tables.len(),
+            body.trim_end()
+        ))
     }
 
     fn args_schema(&self) -> Value {
@@ -473,5 +923,42 @@ impl Tool for SqlTool {
     fn run(&self, args: &Value) -> Result<Observation, ToolError> {
         let args: SqlArgs = parse_args(args)?;
         self.query(&args.query).map(Observation::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_words_drop_common_words_and_plurals() {
+        assert_eq!(
+            words_of("How many crates are in Warehouse_5821's bays?"),
+            vec!["crate", "warehouse", "5821", "bay"]
+        );
+        assert_eq!(
+            words_of("CREATE TABLE t (id INTEGER, class TEXT)"),
+            vec!["class"]
+        );
+    }
+
+    #[test]
+    fn lists_and_numbers_stay_short() {
+        let names = ["alpha", "beta", "gamma", "delta"];
+        assert_eq!(
+            join_within(names.into_iter(), 12),
+            "alpha, beta, … and 2 more"
+        );
+        assert_eq!(
+            join_within(names.into_iter(), 100),
+            "alpha, beta, gamma, delta"
+        );
+        assert_eq!(cell(ValueRef::Real(1e300)), "1e300");
+        assert_eq!(cell(ValueRef::Real(2.5)), "2.5");
+        assert_eq!(cell(ValueRef::Blob(&[0; 7])), "<blob, 7 bytes>");
+        let long = "é".repeat(5000);
+        assert_eq!(cell(ValueRef::Text(long.as_bytes())).chars().count(), 201);
+        assert_eq!(bytes(256 << 10), "256 KiB");
+        assert_eq!(bytes(192 << 20), "192 MiB");
     }
 }

@@ -19,6 +19,7 @@ mod load;
 mod memory;
 mod model;
 mod presets;
+mod sql_limits;
 mod template;
 mod tokenizer;
 mod tools;
