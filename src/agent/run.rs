@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -152,7 +152,7 @@ impl<P: Policy> Agent<P> {
         let start = Instant::now();
         let mut run = TaskRun {
             start,
-            deadline: self.options.timeout.map(|t| start + t),
+            deadline: self.options.timeout.and_then(|t| start.checked_add(t)),
             result: AgentResult::started(session),
             session: None,
             last_ok: None,
@@ -300,11 +300,17 @@ impl<P: Policy> Agent<P> {
                 let mut bare = prefix.clone();
                 bare.push(super::prompt::task_message(task, None, 0));
                 let bare = self.policy.prompt_tokens(&bare)?;
+                // A step allowance that eats the context is the flag's fault, not the task's.
+                let advice = if self.options.max_step_tokens >= self.policy.context() / 2 {
+                    "lower --max-tokens (a step rarely needs more than 512)"
+                } else {
+                    "shorten the task"
+                };
                 return Ok((
                     StopReason::Budget,
                     Some(format!(
                         "the prompt does not fit the model's context: the instructions, tools and task alone are {bare} tokens, \
-                         but at most {budget} fit ({} tokens of context minus {} for the step); shorten the task",
+                         but at most {budget} fit ({} tokens of context minus {} for the step); {advice}",
                         self.policy.context(),
                         self.options.max_step_tokens
                     )),
@@ -647,8 +653,15 @@ impl<P: Policy> Agent<P> {
             let r = self.tools.call_value(tool, args);
             match r {
                 Err(e) if e.class == ErrorClass::Transient && attempt < attempts => {
-                    let wait = self.options.retry_base * 2u32.saturating_pow(attempt as u32 - 1);
-                    if run.deadline.is_some_and(|d| Instant::now() + wait >= d) {
+                    // Checked: a huge base or attempt count must not overflow (a panic).
+                    let wait = self
+                        .options
+                        .retry_base
+                        .checked_mul(2u32.saturating_pow(attempt as u32 - 1))
+                        .unwrap_or(Duration::MAX);
+                    let ends_after =
+                        |d: Instant| Instant::now().checked_add(wait).is_none_or(|t| t >= d);
+                    if run.deadline.is_some_and(ends_after) {
                         return (Err(e), attempt);
                     }
                     run.result.retries += 1;
