@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use cairn::model::arch::{self, LoadOptions};
 use cairn::model::gguf::GgufFile;
-use cairn::model::{Model, Session};
+use cairn::model::{self, LoadOptions, Model, Session};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 #[path = "../tests/it/common.rs"]
@@ -19,7 +18,7 @@ fn tiny(context: usize) -> (tempfile::TempDir, Arc<Model>) {
     };
     let (dir, path) = common::tiny_model(&spec);
     let mut gguf = GgufFile::open(&path).expect("open");
-    let model = arch::load(&mut gguf, &LoadOptions::default()).expect("load");
+    let model = model::load(&mut gguf, &LoadOptions::default()).expect("load");
     (dir, Arc::new(model))
 }
 
@@ -53,13 +52,13 @@ fn prefix_reuse(c: &mut Criterion) {
     group.bench_function("reused_prefix", |b| {
         b.iter(|| {
             warm.feed(&history).expect("history");
-            warm.feed(&next).expect("follow-up")
+            warm.feed(&next).expect("follow-up")[0]
         })
     });
     group.bench_function("from_empty", |b| {
         b.iter(|| {
             let mut cold = Session::new(model.clone());
-            cold.feed(&next).expect("follow-up")
+            cold.feed(&next).expect("follow-up")[0]
         })
     });
     group.finish();

@@ -19,6 +19,39 @@ pub struct Setting {
     pub doc: &'static str,
 }
 
+/// Which implementation of the forward pass runs the model (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// cairn's own CPU engine (`crate::model::cpu`).
+    #[default]
+    Native,
+    /// The candle engine (`crate::model::candle`), on candle's tensors and quantized kernels.
+    Candle,
+}
+
+impl Engine {
+    /// `native` or `candle`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Native => "native",
+            Engine::Candle => "candle",
+        }
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "native" => Ok(Engine::Native),
+            "candle" => Ok(Engine::Candle),
+            _ => Err(format!(
+                "unknown engine `{s}`: expected `native` or `candle`"
+            )),
+        }
+    }
+}
+
 /// Every setting cairn reads. The README's table of settings is checked against this list.
 pub const SETTINGS: &[Setting] = &[
     Setting {
@@ -114,7 +147,7 @@ pub struct Config {
     /// Candle engine: re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 at load.
     pub requantize: bool,
     /// The forward pass to use.
-    pub engine: crate::model::arch::Engine,
+    pub engine: Engine,
     /// How much goes to stderr.
     pub verbosity: Verbosity,
     /// The memory file (sessions, turns, steps, facts).
@@ -200,7 +233,7 @@ impl Default for Config {
                 .map(|n| n.get())
                 .unwrap_or(1),
             requantize: !env_flag("CAIRN_KEEP_QUANT"),
-            engine: crate::model::arch::Engine::default(),
+            engine: Engine::default(),
             verbosity: Verbosity::Normal,
             memory: Config::default_memory(),
             memory_named: env_nonempty("CAIRN_MEMORY").is_some(),

@@ -254,14 +254,9 @@ fn ignore_file_size_signal() {
 }
 
 fn init_threads(threads: usize) {
-    // candle's quantized matmuls run on its own worker pool, sized from CANDLE_NUM_THREADS
-    // when first used; its other ops run on rayon's global pool. Both are set here, before
-    // any tensor work, from the one `--threads` setting, as is cairn's own CPU pool.
-    std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
+    // cairn's own CPU pool, before its first use. The candle engine sizes its threads (candle's
+    // and rayon's) from the same setting when a model is loaded on it (`LoadOptions::threads`).
     crate::model::cpu::pool::set_threads(threads);
-    let _ = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global();
 }
 
 /// The error and its causes joined with `: `, leaving out a cause whose text the message

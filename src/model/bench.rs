@@ -17,7 +17,6 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::arch::logits_to_vec;
 use super::generate::{generate_constrained, GenerateError, GenerateOptions};
 use super::sampling::{argmax, Rng};
 use super::template::Message;
@@ -156,8 +155,8 @@ pub enum BenchError {
     },
 }
 
-impl From<super::gguf::ModelError> for BenchError {
-    fn from(e: super::gguf::ModelError) -> Self {
+impl From<super::error::ModelError> for BenchError {
+    fn from(e: super::error::ModelError) -> Self {
         BenchError::Generate(e.into())
     }
 }
@@ -442,8 +441,7 @@ pub fn run(
             let mut token = prompt.first().copied().unwrap_or(0);
             let t = Instant::now();
             for _ in 0..opts.gen_tokens {
-                let logits = session.append(&[token])?;
-                token = argmax(&logits_to_vec(&logits)?);
+                token = argmax(session.append(&[token])?);
             }
             decode.push(opts.gen_tokens as f64 / t.elapsed().as_secs_f64());
             if let Some(exe) = llama {
@@ -468,8 +466,7 @@ pub fn run(
         progress(&format!("time to first token ({}/{reps})", r + 1));
         session.clear();
         let t = Instant::now();
-        let logits = session.feed(&chat_ids)?;
-        let _first = argmax(&logits_to_vec(&logits)?);
+        let _first = argmax(session.feed(&chat_ids)?);
         ttft.push(t.elapsed().as_secs_f64() * 1000.0);
     }
 

@@ -9,8 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::arch::logits_to_vec;
-use super::gguf::{ModelError, Result};
+use super::error::{ModelError, Result};
 use super::sampling::{Sampler, SamplingParams};
 use super::session::Session;
 use super::tokenizer::{StreamDecoder, Tokenizer};
@@ -136,7 +135,7 @@ pub fn generate(
     generate_constrained(session, tokenizer, prompt, opts, None, on_text).map_err(|e| match e {
         GenerateError::Model(e) => e,
         // Without a constraint there is nothing that could raise one.
-        GenerateError::Constraint(e) => ModelError::Candle(candle_core::Error::Msg(e.to_string())),
+        GenerateError::Constraint(e) => ModelError::Constraint(e.to_string()),
     })
 }
 
@@ -172,7 +171,9 @@ pub fn generate_constrained(
         Some(c) => c.forced_tokens(budget)?,
         None => Vec::new(),
     };
-    let mut logits = session.feed(&[prompt, &lead[..]].concat())?;
+    session.feed(&[prompt, &lead[..]].concat())?;
+    // The masked copy of the logits under a constraint, reused every step.
+    let mut masked: Vec<f32> = Vec::new();
     let reused = session.last_feed().reused;
     out.push(&lead, on_text)?;
     let mut forced = lead.len();
@@ -192,13 +193,18 @@ pub fn generate_constrained(
             break StopReason::Context;
         }
         if !pending.is_empty() {
-            logits = session.append(&pending)?;
+            session.append(&pending)?;
         }
-        let mut scores = logits_to_vec(&logits)?;
-        if let Some(c) = constraint.as_deref_mut() {
-            c.mask_logits(&mut scores)?;
-        }
-        let token = sampler.sample(&scores);
+        let logits = session.logits()?;
+        let token = match constraint.as_deref_mut() {
+            Some(c) => {
+                masked.clear();
+                masked.extend_from_slice(logits);
+                c.mask_logits(&mut masked)?;
+                sampler.sample(&masked)
+            }
+            None => sampler.sample(logits),
+        };
         if ttft.is_none() {
             ttft = Some(start.elapsed());
             decode_start = Instant::now();

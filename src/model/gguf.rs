@@ -2,8 +2,8 @@
 //!
 //! [`GgufFile`] wraps candle's GGUF reader with the checks and messages a user needs: a file
 //! that is not GGUF says so, a truncated file names the first tensor that runs past its end,
-//! and a missing or mistyped metadata key is named. [`ModelError`] is the error type of the
-//! whole model runtime. [`describe_gguf`] summarises a file's header for `cairn model info`.
+//! and a missing or mistyped metadata key is named (errors are [`super::error::ModelError`]).
+//! [`describe_gguf`] summarises a file's header for `cairn model info`.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -13,117 +13,8 @@ use std::path::{Path, PathBuf};
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::Device;
 
-use super::template::TemplateError;
-use super::tokenizer::TokenizerError;
-
-/// Errors of the model runtime: loading, tokenizing, running.
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    /// The model file does not exist.
-    #[error("model file not found: {0}")]
-    NotFound(PathBuf),
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file does not start with the GGUF magic (or is too short to).
-    #[error("{path} is not a GGUF file ({reason})")]
-    NotGguf {
-        /// The file.
-        path: PathBuf,
-        /// What was found instead.
-        reason: String,
-    },
-    /// The file ends before its header or tensor data does.
-    #[error("{path} is truncated: {detail}; download it again")]
-    Truncated {
-        /// The file.
-        path: PathBuf,
-        /// Where it ends and what was still expected.
-        detail: String,
-    },
-    /// The GGUF header could not be parsed.
-    #[error("{path} is not a valid GGUF file: {detail}")]
-    BadGguf {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message.
-        detail: String,
-    },
-    /// A required metadata key is absent.
-    #[error("{path}: missing GGUF metadata key `{key}`")]
-    MissingKey {
-        /// The file.
-        path: PathBuf,
-        /// The key.
-        key: String,
-    },
-    /// A metadata key has the wrong type or an impossible value.
-    #[error("{path}: GGUF metadata key `{key}`: {reason}")]
-    BadKey {
-        /// The file.
-        path: PathBuf,
-        /// The key.
-        key: String,
-        /// What was wrong.
-        reason: String,
-    },
-    /// The file's architecture is not one cairn implements.
-    #[error("unsupported architecture `{arch}` in {path}; supported: {supported}")]
-    UnsupportedArch {
-        /// The file.
-        path: PathBuf,
-        /// `general.architecture`.
-        arch: String,
-        /// The supported architectures, comma separated.
-        supported: String,
-    },
-    /// A tensor the architecture needs is absent or has the wrong shape or type.
-    #[error("{path}: tensor `{name}`: {reason}")]
-    BadTensor {
-        /// The file.
-        path: PathBuf,
-        /// The tensor.
-        name: String,
-        /// What was wrong.
-        reason: String,
-    },
-    /// The tokens do not fit the model's context window.
-    #[error("the input is {tokens} tokens but the model's context holds {context}; shorten the prompt or lower --max-tokens")]
-    ContextOverflow {
-        /// Tokens that would be in the cache.
-        tokens: usize,
-        /// The context length.
-        context: usize,
-    },
-    /// A token id outside the vocabulary.
-    #[error("token id {id} is outside the vocabulary (size {vocab})")]
-    BadToken {
-        /// The id.
-        id: u32,
-        /// The vocabulary size.
-        vocab: usize,
-    },
-    /// Writing generated text failed (for example, stdout was closed).
-    #[error("cannot write the output")]
-    Output(#[source] std::io::Error),
-    /// The tokenizer could not be built or used.
-    #[error(transparent)]
-    Tokenizer(#[from] TokenizerError),
-    /// The chat template could not be parsed or rendered.
-    #[error(transparent)]
-    Template(#[from] TemplateError),
-    /// A tensor operation failed.
-    #[error("tensor computation failed: {0}")]
-    Candle(#[from] candle_core::Error),
-}
-
-/// Result type of the model runtime.
-pub type Result<T, E = ModelError> = std::result::Result<T, E>;
+/// The model runtime's error type, also reachable here (where it used to live).
+pub use super::error::{ModelError, Result};
 
 /// An open GGUF file: its parsed header and a reader for tensor data.
 pub struct GgufFile {

@@ -1,37 +1,53 @@
 //! The model runtime: everything between a GGUF file and logits.
 //!
 //! - [`gguf`]: opening a GGUF file, reading metadata by key with errors that name the key.
+//! - [`error`]: [`ModelError`], the runtime's error type, one variant per kind of failure.
 //! - [`tokenizer`]: the byte-level BPE tokenizer built from the GGUF's `tokenizer.ggml.*` keys.
 //! - [`template`]: the GGUF's own Jinja chat template, rendered with minijinja.
-//! - [`cpu`]: cairn's own CPU forward pass and quantized kernels (the default engine).
-//! - [`arch`]: the architectures (`llama`, `qwen2`), one file each, over [`kv_cache::KvCache`].
+//! - [`hparams`]: the hyper-parameters every architecture shares, and the RoPE tables.
+//! - [`arch`]: the architectures (`llama`, `qwen2`), one file each: what differs between them.
+//! - [`weights`]: the one table of tensor names, loaded by each engine its own way.
+//! - [`forward`]: the [`forward::Forward`] trait, one implementation per device:
+//!   - [`cpu`]: cairn's own CPU engine and quantized kernels (the default);
+//!   - [`candle`]: the candle engine, for any candle device (`--engine candle` on the CPU).
+//! - [`kv_cache`]: the bookkeeping of a KV cache; each engine keeps its own storage.
+//! - [`engine`]: [`Model`], a loaded model on its engine, and a session's engine state.
 //! - [`session`]: a [`Session`] holds the tokens in the KV cache and feeds only what is new.
 //! - [`sampling`]: greedy and temperature/top-k/top-p sampling.
 //! - [`generate`]: the decode loop with streaming output and stop conditions.
 //! - [`bench`]: prefill/decode throughput measurements behind `cairn bench`.
 //! - [`fetch`]: model presets, the cache, and fetching with checksum verification.
+//!
+//! Dependencies point one way: `error` ← `gguf` ← `hparams` ← `arch`, `weights`; `cpu` and
+//! `candle` depend on those and on `forward`/`kv_cache`, never on each other; `engine` picks
+//! one of them; `session` ← `generate` ← `bench`.
 
 pub mod arch;
 pub mod bench;
+pub mod candle;
 pub mod cpu;
+pub mod engine;
+pub mod error;
 pub mod fetch;
+pub mod forward;
 pub mod generate;
 pub mod gguf;
+pub mod hparams;
 pub mod kv_cache;
 pub mod sampling;
 pub mod session;
 pub mod template;
 pub mod tokenizer;
+pub mod weights;
 
-pub use arch::Model;
-pub use gguf::{ModelError, Result};
+pub use engine::{load, Engine, LoadOptions, LoadReport, Model};
+pub use error::{ModelError, Result};
 pub use session::Session;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arch::LoadOptions;
 use template::ChatTemplate;
 use tokenizer::Tokenizer;
 
@@ -61,7 +77,7 @@ impl LoadedModel {
             None => Tokenizer::from_gguf(&gguf.content)?,
         };
         let template = ChatTemplate::from_gguf(&gguf.content, &tokenizer)?;
-        let model = arch::load(&mut gguf, opts)?;
+        let model = engine::load(&mut gguf, opts)?;
         Ok(LoadedModel {
             model: Arc::new(model),
             tokenizer,

@@ -5,14 +5,14 @@
 //! finds the common prefix with what is cached, cuts the cache back to it and runs only the
 //! rest, in chunks. This is what makes a multi-round agent task cheap: each round's prompt
 //! repeats the previous one and adds an observation, and only the observation is computed.
+//! The logits after the last token are a slice of the engine's own buffer in the session's
+//! [`EngineState`], valid until the next call that changes the session.
 
 use std::sync::Arc;
 
-use candle_core::Tensor;
-
-use super::arch::Model;
-use super::gguf::{ModelError, Result};
-use super::kv_cache::{KvCache, KvSnapshot};
+use super::engine::{EngineSnapshot, EngineState, Model};
+use super::error::{ModelError, Result};
+use super::kv_cache::KvPositions;
 
 /// Tokens per forward pass during prefill; bounds the attention scratch memory.
 pub const DEFAULT_CHUNK: usize = 512;
@@ -29,9 +29,10 @@ pub struct FeedStats {
 /// A KV cache plus the tokens it holds.
 pub struct Session {
     model: Arc<Model>,
-    cache: KvCache,
+    state: EngineState,
     tokens: Vec<u32>,
-    last_logits: Option<Tensor>,
+    /// Whether the state's logits are those after the last of `tokens`.
+    has_logits: bool,
     chunk: usize,
     last_feed: FeedStats,
 }
@@ -40,19 +41,19 @@ pub struct Session {
 #[derive(Debug, Clone)]
 pub struct SessionSnapshot {
     tokens: Vec<u32>,
-    cache: KvSnapshot,
-    last_logits: Option<Tensor>,
+    state: EngineSnapshot,
+    has_logits: bool,
 }
 
 impl Session {
     /// An empty session on `model`.
     pub fn new(model: Arc<Model>) -> Self {
-        let cache = model.new_cache();
+        let state = model.new_state();
         Session {
             model,
-            cache,
+            state,
             tokens: Vec::new(),
-            last_logits: None,
+            has_logits: false,
             chunk: DEFAULT_CHUNK,
             last_feed: FeedStats::default(),
         }
@@ -79,9 +80,20 @@ impl Session {
         self.model.config.context
     }
 
-    /// The KV cache (for inspection: length, capacity, bytes).
-    pub fn cache(&self) -> &KvCache {
-        &self.cache
+    /// The KV cache's positions (for inspection: length, capacity, bytes).
+    pub fn cache(&self) -> &KvPositions {
+        self.state.kv()
+    }
+
+    /// The logits after the last token held, `vocab` values (what the last `feed` or
+    /// `append` returned); an error when they are not known (an empty session, or after a
+    /// truncation or a failed call).
+    pub fn logits(&self) -> Result<&[f32]> {
+        if self.has_logits {
+            Ok(self.state.logits())
+        } else {
+            Err(ModelError::NoLogits)
+        }
     }
 
     /// What the last `feed` reused and computed.
@@ -90,12 +102,10 @@ impl Session {
     }
 
     /// Makes the session hold exactly `tokens` and returns the logits after the last one,
-    /// shape `(vocab,)`. Only the part after the common prefix with the cached tokens is run.
-    pub fn feed(&mut self, tokens: &[u32]) -> Result<Tensor> {
+    /// `vocab` values. Only the part after the common prefix with the cached tokens is run.
+    pub fn feed(&mut self, tokens: &[u32]) -> Result<&[f32]> {
         if tokens.is_empty() {
-            return Err(ModelError::Candle(candle_core::Error::Msg(
-                "feed needs at least one token".into(),
-            )));
+            return Err(ModelError::NoTokens { what: "feed" });
         }
         let context = self.context_len();
         if tokens.len() > context {
@@ -110,34 +120,30 @@ impl Session {
             .zip(tokens)
             .take_while(|(a, b)| a == b)
             .count();
-        if common == tokens.len() && common == self.tokens.len() {
-            if let Some(l) = &self.last_logits {
-                self.last_feed = FeedStats {
-                    reused: common,
-                    computed: 0,
-                };
-                return Ok(l.clone());
-            }
+        if common == tokens.len() && common == self.tokens.len() && self.has_logits {
+            self.last_feed = FeedStats {
+                reused: common,
+                computed: 0,
+            };
+            return Ok(self.state.logits());
         }
         if common == tokens.len() {
             // Everything is cached but we need the logits after the last token: run it again.
             common -= 1;
         }
         self.truncate(common);
-        let logits = self.run(&tokens[common..])?;
+        self.run(&tokens[common..])?;
         self.last_feed = FeedStats {
             reused: common,
             computed: tokens.len() - common,
         };
-        Ok(logits)
+        Ok(self.state.logits())
     }
 
     /// Appends `tokens` to what the session holds and returns the logits after the last one.
-    pub fn append(&mut self, tokens: &[u32]) -> Result<Tensor> {
+    pub fn append(&mut self, tokens: &[u32]) -> Result<&[f32]> {
         if tokens.is_empty() {
-            return Err(ModelError::Candle(candle_core::Error::Msg(
-                "append needs at least one token".into(),
-            )));
+            return Err(ModelError::NoTokens { what: "append" });
         }
         let total = self.tokens.len() + tokens.len();
         if total > self.context_len() {
@@ -147,40 +153,35 @@ impl Session {
             });
         }
         let reused = self.tokens.len();
-        let logits = self.run(tokens)?;
+        self.run(tokens)?;
         self.last_feed = FeedStats {
             reused,
             computed: tokens.len(),
         };
-        Ok(logits)
+        Ok(self.state.logits())
     }
 
-    fn run(&mut self, tokens: &[u32]) -> Result<Tensor> {
-        let mut logits = None;
+    /// Runs `tokens` (at least one) in chunks; the logits after the last are in the state.
+    fn run(&mut self, tokens: &[u32]) -> Result<()> {
+        self.has_logits = false;
         for chunk in tokens.chunks(self.chunk) {
-            match self.model.forward(chunk, &mut self.cache) {
-                Ok(l) => {
-                    self.tokens.extend_from_slice(chunk);
-                    logits = Some(l);
-                }
-                Err(e) => {
-                    // Keep tokens and cache in step: drop whatever the failed chunk wrote.
-                    self.cache.truncate(self.tokens.len());
-                    self.last_logits = None;
-                    return Err(e);
-                }
+            if let Err(e) = self.model.forward(chunk, &mut self.state) {
+                // Keep tokens and cache in step: drop whatever the failed chunk wrote.
+                self.state.truncate(self.tokens.len());
+                return Err(e);
             }
+            self.tokens.extend_from_slice(chunk);
         }
-        self.last_logits = logits.clone();
-        logits.ok_or_else(|| ModelError::Candle(candle_core::Error::Msg("nothing to run".into())))
+        self.has_logits = true;
+        Ok(())
     }
 
     /// Cuts the session back to its first `len` tokens.
     pub fn truncate(&mut self, len: usize) {
         if len < self.tokens.len() {
             self.tokens.truncate(len);
-            self.cache.truncate(len);
-            self.last_logits = None;
+            self.state.truncate(len);
+            self.has_logits = false;
         }
     }
 
@@ -193,16 +194,16 @@ impl Session {
     pub fn snapshot(&self) -> Result<SessionSnapshot> {
         Ok(SessionSnapshot {
             tokens: self.tokens.clone(),
-            cache: self.cache.snapshot()?,
-            last_logits: self.last_logits.clone(),
+            state: self.state.snapshot()?,
+            has_logits: self.has_logits,
         })
     }
 
     /// Returns to a saved state.
     pub fn restore(&mut self, snap: &SessionSnapshot) -> Result<()> {
-        self.cache.restore(&snap.cache)?;
-        self.tokens = snap.tokens.clone();
-        self.last_logits = snap.last_logits.clone();
+        self.state.restore(&snap.state)?;
+        self.tokens.clone_from(&snap.tokens);
+        self.has_logits = snap.has_logits;
         Ok(())
     }
 }

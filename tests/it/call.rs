@@ -262,7 +262,7 @@ fn two_hundred_random_questions_on_tiny_models_always_give_valid_calls() {
         let lm = cairn::model::LoadedModel::load(
             &path,
             None,
-            &cairn::model::arch::LoadOptions::default(),
+            &cairn::model::LoadOptions::default(),
         )
         .unwrap();
         let mut caller = FunctionCaller::new(lm, SamplingParams::default()).unwrap();

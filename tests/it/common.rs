@@ -292,9 +292,8 @@ pub fn preset_model(name: &'static str) -> &'static cairn::model::LoadedModel {
         return m;
     }
     let path = preset_path(name);
-    let lm =
-        cairn::model::LoadedModel::load(&path, None, &cairn::model::arch::LoadOptions::default())
-            .unwrap_or_else(|e| panic!("cannot load preset {name}: {e:#}"));
+    let lm = cairn::model::LoadedModel::load(&path, None, &cairn::model::LoadOptions::default())
+        .unwrap_or_else(|e| panic!("cannot load preset {name}: {e:#}"));
     let leaked: &'static cairn::model::LoadedModel = Box::leak(Box::new(lm));
     guard.insert(name, leaked);
     leaked

@@ -6,7 +6,7 @@
 
 use cairn::constrain::agent_step::{step_schema, StepTool, BUILTIN_STEP_SCHEMA};
 use cairn::constrain::{ConstraintCompiler, ConstraintError, ConstraintSpec};
-use cairn::model::arch::LoadOptions;
+use cairn::model::LoadOptions;
 use cairn::model::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
 use cairn::model::sampling::SamplingParams;
 use cairn::model::template::Message;

@@ -343,7 +343,7 @@ fn chat_control_tokens_in_results_cannot_end_the_tool_turn() {
     // by a tokenizer that has the control tokens.
     let (_guard, path) = tiny_model(&TinySpec::qwen2());
     let lm =
-        cairn::model::LoadedModel::load(&path, None, &cairn::model::arch::LoadOptions::default())
+        cairn::model::LoadedModel::load(&path, None, &cairn::model::LoadOptions::default())
             .unwrap();
     let messages = p.prompts.last().unwrap();
     let text = lm.template.render(messages, true).unwrap();

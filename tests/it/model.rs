@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use cairn::model::arch::{self, Engine, LoadOptions};
 use cairn::model::gguf::GgufFile;
-use cairn::model::{Model, ModelError, Session};
+use cairn::model::{self, Engine, LoadOptions, Model, ModelError, Session};
 
 use crate::common::{tiny_model, TinySpec, VOCAB};
 
@@ -21,16 +20,12 @@ fn load_with(spec: &TinySpec, engine: Engine, requantize: bool) -> (tempfile::Te
         engine,
         ..LoadOptions::default()
     };
-    let model = arch::load(&mut gguf, &opts).expect("load tiny model");
+    let model = model::load(&mut gguf, &opts).expect("load tiny model");
     (dir, Arc::new(model))
 }
 
 fn logits(session: &mut Session, tokens: &[u32]) -> Vec<f32> {
-    session
-        .feed(tokens)
-        .expect("feed")
-        .to_vec1::<f32>()
-        .expect("to_vec")
+    session.feed(tokens).expect("feed").to_vec()
 }
 
 fn assert_close(a: &[f32], b: &[f32], what: &str) {
@@ -92,11 +87,7 @@ fn feeding_a_longer_sequence_reuses_the_prefix_and_matches_a_fresh_session() {
         // A fresh session fed the same chunks one after the other.
         let mut fresh = Session::new(model.clone());
         fresh.feed(&PREFIX).expect("feed");
-        let chunked = fresh
-            .append(&SUFFIX)
-            .expect("append")
-            .to_vec1::<f32>()
-            .expect("vec");
+        let chunked = fresh.append(&SUFFIX).expect("append").to_vec();
         assert_close(&after, &chunked, spec.arch);
 
         // And the whole sequence in one go, and one token at a time.
@@ -145,11 +136,7 @@ fn snapshot_and_restore_bring_back_the_same_state() {
     logits(&mut s, &full);
     s.restore(&snap).expect("restore");
     assert_eq!(s.tokens(), &PREFIX);
-    let again = s
-        .append(&SUFFIX)
-        .expect("append")
-        .to_vec1::<f32>()
-        .expect("vec");
+    let again = s.append(&SUFFIX).expect("append").to_vec();
     let mut fresh = Session::new(model);
     assert_close(&again, &logits(&mut fresh, &full), "restore");
     let _ = at_prefix;

@@ -18,9 +18,8 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::config::{Config, Verbosity};
-use crate::model::arch::LoadOptions;
 use crate::model::fetch::{resolve_model, FetchOptions, HfOptions};
-use crate::model::LoadedModel;
+use crate::model::{LoadOptions, LoadedModel};
 
 /// How model files are found and fetched: the models folder, offline mode and progress (unless
 /// `-q`) from the validated settings, and the Hugging Face cache, endpoint and proxy from the
@@ -40,6 +39,7 @@ pub fn load_model(config: &Config, tokenizer_json: Option<&Path>) -> anyhow::Res
     let load = LoadOptions {
         requantize: config.requantize,
         engine: config.engine,
+        threads: config.threads,
         ..LoadOptions::default()
     };
     let lm = LoadedModel::load(&path, tokenizer_json, &load).context("cannot load the model")?;

@@ -212,3 +212,18 @@ fn worker(s: &Shared) {
         s.active.fetch_sub(1, Ordering::Release);
     }
 }
+
+/// A pointer into an output buffer that the pieces of one step share, each writing its own
+/// disjoint part of it.
+pub(crate) struct SendPtr(pub(crate) *mut f32);
+// SAFETY: each piece of work writes its own part of the output (callers see to it).
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    /// The pointer `i` values in.
+    pub(crate) fn at(&self, i: usize) -> *mut f32 {
+        // SAFETY: callers stay inside the buffer the pointer came from.
+        unsafe { self.0.add(i) }
+    }
+}
