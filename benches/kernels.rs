@@ -1,7 +1,7 @@
 //! Benchmarks of the CPU kernels on the matrix shapes of the two presets, with random
 //! weights: one token (decode: weight bytes streamed per second, to set against the
 //! machine's memory bandwidth) and a 512-token batch (prefill: multiply-adds per second),
-//! for every instruction set the CPU has. `CAIRN_ISA` is read once per process, so the
+//! for every instruction set the CPU has. The instruction set is fixed once per process, so the
 //! instruction sets other than the best one are measured through the single-row kernel
 //! directly (`dot/…`), as is the matmul of the best one (`matmul/…`). `bandwidth/read` is
 //! the yardstick for the decode figures: every thread of cairn's pool summing its share of a

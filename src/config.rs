@@ -1,15 +1,17 @@
-//! Settings: every key cairn reads from flags or `CAIRN_*` variables, declared once in
+//! Settings: every key cairn reads from flags or environment variables, declared once in
 //! [`SETTINGS`] with its default and doc, and the validated [`Config`] that commands receive.
 //!
 //! Flags win over variables, variables over defaults. Commands never read flags or the
-//! environment themselves: `cli` builds a `Config` once and hands it down.
+//! environment themselves: `cli` builds a `Config` once and hands it down. [`env_nonempty`] is
+//! the one reader of the environment, and it reads only variables listed in [`SETTINGS`]
+//! (a test checks every variable named in the sources, `--help` and the README against it).
 
 use std::path::PathBuf;
 
 /// One setting: its flag, its environment variable, its default and what it does.
 #[derive(Debug, Clone, Copy)]
 pub struct Setting {
-    /// The command-line flag.
+    /// The command-line flag; empty for a setting that is only an environment variable.
     pub flag: &'static str,
     /// The environment variable read when the flag is absent.
     pub env: &'static str,
@@ -76,7 +78,7 @@ pub const SETTINGS: &[Setting] = &[
         flag: "--threads",
         env: "CAIRN_THREADS",
         default: "the number of cores",
-        doc: "Threads used by the model's matrix multiplications.",
+        doc: "Threads used by the model's matrix multiplications; at most four per core (and 1024).",
     },
     Setting {
         flag: "--keep-quant",
@@ -118,7 +120,55 @@ pub const SETTINGS: &[Setting] = &[
         flag: "--tools",
         env: "CAIRN_TOOLS",
         default: "none",
-        doc: "A TOML manifest of user-declared tools (name, description, JSON Schema args, argv).",
+        doc: "A TOML manifest of user-declared tools (name, description, JSON Schema args, argv; per call `timeout_secs` 10 killing the whole process group, `max_memory_mb` 1024 per process, 64 KiB of output kept). Names of built-ins and `final_answer` are refused.",
+    },
+    Setting {
+        flag: "",
+        env: "CAIRN_ISA",
+        default: "the best the CPU has",
+        doc: "The native engine's kernels: scalar, avx2 or avx512 (never above what the CPU has), for comparisons.",
+    },
+    Setting {
+        flag: "",
+        env: "HF_HUB_OFFLINE",
+        default: "off",
+        doc: "1 turns --offline on, as for the Hugging Face tools.",
+    },
+    Setting {
+        flag: "",
+        env: "HF_HOME",
+        default: "~/.cache/huggingface",
+        doc: "The Hugging Face folder: presets are also looked for, and fetched into, its hub/ cache.",
+    },
+    Setting {
+        flag: "",
+        env: "HF_HUB_CACHE",
+        default: "HF_HOME/hub",
+        doc: "The Hugging Face hub cache itself, when it is elsewhere.",
+    },
+    Setting {
+        flag: "",
+        env: "HF_ENDPOINT",
+        default: "the Hugging Face hub",
+        doc: "Where presets are fetched from over HTTP (a mirror).",
+    },
+    Setting {
+        flag: "",
+        env: "HTTPS_PROXY",
+        default: "none",
+        doc: "A proxy for fetching (also HTTP_PROXY, ALL_PROXY, or lower case); with one set, cairn skips its quick check that the endpoint can be reached.",
+    },
+    Setting {
+        flag: "",
+        env: "HTTP_PROXY",
+        default: "none",
+        doc: "As HTTPS_PROXY.",
+    },
+    Setting {
+        flag: "",
+        env: "ALL_PROXY",
+        default: "none",
+        doc: "As HTTPS_PROXY.",
     },
 ];
 
@@ -144,6 +194,8 @@ pub struct Config {
     pub offline: bool,
     /// Threads for the model's matmuls.
     pub threads: usize,
+    /// A cap on the CPU kernels' instruction set (`CAIRN_ISA`); `None`: the best the CPU has.
+    pub isa: Option<crate::model::cpu::kernels::Isa>,
     /// Candle engine: re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 at load.
     pub requantize: bool,
     /// The forward pass to use.
@@ -232,6 +284,7 @@ impl Default for Config {
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+            isa: None,
             requantize: !env_flag("CAIRN_KEEP_QUANT"),
             engine: Engine::default(),
             verbosity: Verbosity::Normal,
@@ -246,9 +299,20 @@ impl Default for Config {
     }
 }
 
-/// The value of an environment variable, `None` when unset or empty.
+/// The value of an environment variable, `None` when unset or empty. The one reader of the
+/// environment: `name` must be a variable of [`SETTINGS`] (case aside, for the proxy
+/// variables' lower-case forms), so every variable cairn reads is documented.
 pub fn env_nonempty(name: &str) -> Option<String> {
+    debug_assert!(
+        is_setting(name),
+        "{name} is read from the environment but is not listed in config::SETTINGS"
+    );
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Whether `name` is the environment variable of a setting (case aside).
+pub fn is_setting(name: &str) -> bool {
+    SETTINGS.iter().any(|s| s.env.eq_ignore_ascii_case(name))
 }
 
 /// An environment variable read as a boolean: `1`, `true`, `yes`, `on` are true.

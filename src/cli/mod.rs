@@ -39,11 +39,13 @@ pub struct GlobalArgs {
     /// Never fetch anything. [env: CAIRN_OFFLINE, HF_HUB_OFFLINE]
     #[arg(long, global = true)]
     pub offline: bool,
-    /// Threads for the model's matrix multiplications (default: all cores). [env: CAIRN_THREADS]
+    /// Threads for the model's matrix multiplications (default: all cores; at most four per
+    /// core). [env: CAIRN_THREADS]
     #[arg(long, global = true, value_name = "N")]
     pub threads: Option<usize>,
     /// With `--engine candle`: keep Q4_1/Q5_0/Q5_1 tensors as stored instead of
     /// re-quantizing them to Q8_0 at load (the native engine always keeps them).
+    /// [env: CAIRN_KEEP_QUANT]
     #[arg(long, global = true)]
     pub keep_quant: bool,
     /// The forward pass: `native` (cairn's own CPU kernels, the default) or `candle` (the
@@ -141,13 +143,12 @@ impl GlobalArgs {
             crate::config::check_threads(from, config.threads).map_err(anyhow::Error::msg)?;
         }
         if let Some(v) = crate::config::env_nonempty("CAIRN_ISA") {
-            // Read by the CPU kernels when they pick their instruction set; checked here so a
-            // typo is an error instead of silently running the best one.
-            if !matches!(v.trim(), "scalar" | "avx2" | "avx512") {
-                anyhow::bail!(
+            // A typo is an error instead of silently running the best kernels.
+            config.isa = Some(crate::model::cpu::kernels::Isa::parse(v.trim()).ok_or_else(|| {
+                anyhow::anyhow!(
                     "CAIRN_ISA is `{v}`: expected scalar, avx2 or avx512 (or leave it unset for the best this CPU has)"
-                );
-            }
+                )
+            })?);
         }
         if self.keep_quant {
             config.requantize = false;
@@ -212,7 +213,7 @@ pub fn run(cli: Cli) -> ExitCode {
     ignore_file_size_signal();
     let index_given = commands::run::index_given(cli.global.index.as_deref());
     let result = cli.global.to_config().and_then(|config| {
-        init_threads(config.threads);
+        init_runtime(config.threads, config.isa);
         match cli.command {
             Command::Run(args) => commands::run::run(&config, &args, index_given),
             Command::Chat(args) => commands::chat::run(&config, &args, index_given),
@@ -253,10 +254,15 @@ fn ignore_file_size_signal() {
     }
 }
 
-fn init_threads(threads: usize) {
-    // cairn's own CPU pool, before its first use. The candle engine sizes its threads (candle's
-    // and rayon's) from the same setting when a model is loaded on it (`LoadOptions::threads`).
+/// Sets what the model runtime fixes once per process, before its first use: the CPU pool's
+/// threads and the cap on the kernels' instruction set (`CAIRN_ISA`).
+fn init_runtime(threads: usize, isa: Option<crate::model::cpu::kernels::Isa>) {
+    // The candle engine sizes its threads (candle's and rayon's) from the same setting when a
+    // model is loaded on it (`LoadOptions::threads`).
     crate::model::cpu::pool::set_threads(threads);
+    if let Some(isa) = isa {
+        crate::model::cpu::kernels::Isa::limit_to(isa);
+    }
 }
 
 /// The error and its causes joined with `: `, leaving out a cause whose text the message

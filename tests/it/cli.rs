@@ -164,10 +164,77 @@ fn the_readme_settings_table_lists_every_setting() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     for s in cairn::config::SETTINGS {
-        let row = format!("| `{}` | `{}` | {} | {} |", s.flag, s.env, s.default, s.doc);
+        let flag = if s.flag.is_empty() {
+            "—".to_string()
+        } else {
+            format!("`{}`", s.flag)
+        };
+        let row = format!("| {flag} | `{}` | {} | {} |", s.env, s.default, s.doc);
         assert!(
             readme.contains(&row),
             "README.md lacks the settings row:\n{row}"
+        );
+    }
+}
+
+/// Every environment variable named in the sources (`CAIRN_*`, `HF_*`, the proxies) is a
+/// setting: read through the one reader and documented (issue 17: they were read in five
+/// places, one of them undocumented).
+#[test]
+fn every_environment_variable_in_the_sources_is_a_documented_setting() {
+    let re = regex::Regex::new(r#""((?:CAIRN|HF)_[A-Z_]+|(?i:https?_proxy|all_proxy))""#).unwrap();
+    let mut stack = vec![std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src"
+    ))];
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for c in re.captures_iter(&text) {
+                let name = &c[1];
+                seen += 1;
+                assert!(
+                    cairn::config::is_setting(name),
+                    "{} names the variable {name}, which is not in config::SETTINGS",
+                    p.display()
+                );
+            }
+        }
+    }
+    assert!(
+        seen > 10,
+        "only {seen} variables found: is the pattern right?"
+    );
+}
+
+/// `cairn --help` names every flag of the settings with its variable, on the flag's line.
+#[test]
+fn help_names_every_setting_with_its_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cairn(dir.path()).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for s in cairn::config::SETTINGS
+        .iter()
+        .filter(|s| !s.flag.is_empty())
+    {
+        let line = help
+            .lines()
+            .find(|l| {
+                l.split_whitespace()
+                    .any(|w| w.trim_end_matches(',') == s.flag)
+            })
+            .unwrap_or_else(|| panic!("--help lacks {}:\n{help}", s.flag));
+        assert!(
+            line.contains(s.env),
+            "--help does not name {} with {}:\n{line}",
+            s.flag,
+            s.env
         );
     }
 }

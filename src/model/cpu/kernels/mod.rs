@@ -42,22 +42,38 @@ pub enum Isa {
     Avx512Vnni,
 }
 
+/// The cap set by [`Isa::limit_to`].
+static LIMIT: OnceLock<Isa> = OnceLock::new();
+
 impl Isa {
-    /// The best instruction set this CPU has, found once. `CAIRN_ISA=scalar|avx2|avx512`
-    /// lowers it (for comparisons); asking for more than the CPU has keeps what it has.
+    /// The instruction set the kernels use, found once: the best this CPU has, lowered to the
+    /// limit set by [`Isa::limit_to`] (the CLI's `CAIRN_ISA`, for comparisons); a limit above
+    /// what the CPU has keeps what it has.
     pub fn detect() -> Isa {
         static ISA: OnceLock<Isa> = OnceLock::new();
         *ISA.get_or_init(|| {
             let best = Isa::best_supported();
-            match std::env::var("CAIRN_ISA").ok().as_deref() {
-                Some("scalar") => Isa::Scalar,
-                Some("avx2") => best.min(Isa::Avx2),
-                _ => best,
-            }
+            LIMIT.get().map_or(best, |&limit| best.min(limit))
         })
     }
 
-    /// The best instruction set the CPU supports, ignoring `CAIRN_ISA`.
+    /// Caps the instruction set [`Isa::detect`] picks. Takes effect only before the kernels'
+    /// first use; returns `false` when it came too late (or a limit was already set).
+    pub fn limit_to(limit: Isa) -> bool {
+        LIMIT.set(limit).is_ok()
+    }
+
+    /// The set named `name` (`scalar`, `avx2`, `avx512`, or a [`Isa::name`]).
+    pub fn parse(name: &str) -> Option<Isa> {
+        match name {
+            "scalar" => Some(Isa::Scalar),
+            "avx2" => Some(Isa::Avx2),
+            "avx512" | "avx512vnni" => Some(Isa::Avx512Vnni),
+            _ => None,
+        }
+    }
+
+    /// The best instruction set the CPU supports, ignoring any limit.
     pub fn best_supported() -> Isa {
         #[cfg(target_arch = "x86_64")]
         {
