@@ -9,7 +9,9 @@
 //! - [`call`]: function-calling mode (`cairn call`): OpenAI-style function definitions in,
 //!   schema-valid calls out.
 //! - [`cli`]: clap argument structs that mirror the flags, one file per subcommand under
-//!   `cli/commands/`, and the step that turns flags into a validated [`config::Config`].
+//!   `cli/commands/`, the step that turns flags into a validated [`config::Config`], and the
+//!   [`cli::Printer`] that everything shown on stdout and stderr goes through: nothing below
+//!   the CLI prints (the layers below report events, progress and warnings to it).
 //! - [`config`]: every setting with its default, its `CAIRN_*` variable and its doc, in one
 //!   registry.
 //! - [`constrain`]: constrained decoding with llguidance: the token trie built from the

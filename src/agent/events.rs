@@ -1,6 +1,6 @@
-//! What the loop reports as it runs: [`Event`]s, written one JSON object a line by
-//! [`TraceWriter`] (`--trace FILE`) and shown a line a round on stderr by
-//! [`ProgressPrinter`].
+//! What the loop reports as it runs: [`Event`]s, given to each [`EventSink`] of the agent:
+//! written one JSON object a line by [`TraceWriter`] (`--trace FILE`), and shown a line a
+//! round on stderr by the CLI's sink. Nothing here prints.
 
 use std::io::Write;
 
@@ -173,7 +173,8 @@ pub trait EventSink: Send {
     fn event(&mut self, event: &Event);
 }
 
-/// Writes each event as one JSON line and flushes, so a trace survives a crash.
+/// Writes each event as one JSON line and flushes, so a trace survives a crash. A write error
+/// is kept ([`TraceWriter::error`]) for the caller to report; the events after it are dropped.
 pub struct TraceWriter {
     out: Box<dyn Write + Send>,
     /// The first write error; later events are dropped after it.
@@ -209,154 +210,13 @@ impl EventSink for TraceWriter {
         let line = serde_json::to_string(event).unwrap_or_default();
         let r = writeln!(self.out, "{line}").and_then(|_| self.out.flush());
         if let Err(e) = r {
-            eprintln!("warning: cannot write the trace: {e}; the rest of the trace is lost");
             self.error = Some(e);
         }
     }
 }
 
-/// Prints one line per round on stderr: tool, arguments (short), outcome, time.
+/// No longer a printer: the lines a round shows are printed by the CLI
+/// (`cli::report::RoundPrinter`), since nothing in `agent` prints. The name stays only for
+/// the re-export in `agent`, and goes with it.
 #[derive(Debug, Default)]
-pub struct ProgressPrinter {
-    /// Also print thoughts, prompt sizes and retries.
-    pub verbose: bool,
-    step_ms: f64,
-}
-
-impl ProgressPrinter {
-    /// A printer; `verbose` adds thoughts, prompt sizes and retries.
-    pub fn new(verbose: bool) -> Self {
-        ProgressPrinter {
-            verbose,
-            step_ms: 0.0,
-        }
-    }
-}
-
-/// `text` on one line, at most `max` characters, with `…` when cut, control characters
-/// made visible.
-pub fn short(text: &str, max: usize) -> String {
-    let one_line: String = crate::tools::escape_controls(text)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let mut s: String = one_line.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
-    }
-}
-
-impl EventSink for ProgressPrinter {
-    fn event(&mut self, event: &Event) {
-        let line = match &event.kind {
-            EventKind::TaskStart {
-                tools,
-                session,
-                facts,
-                history_turns,
-                ..
-            } if self.verbose => format!(
-                "task: tools {}; session {}; {facts} facts, {history_turns} earlier turns in the prompt",
-                tools.join(", "),
-                session.as_deref().unwrap_or("none")
-            ),
-            EventKind::Prompt {
-                round,
-                tokens,
-                allowed,
-                ..
-            } if self.verbose => format!(
-                "round {round}: prompt {tokens} tokens; allowed: {}",
-                allowed.join(", ")
-            ),
-            EventKind::Trim {
-                round,
-                dropped_rounds,
-                cut_chars,
-                dropped_context,
-            } => format!(
-                "round {round}: prompt trimmed to fit the context: {dropped_rounds} earlier rounds dropped, {cut_chars} characters of observations cut{}",
-                if *dropped_context { ", earlier turns and facts left out" } else { "" }
-            ),
-            EventKind::Step {
-                round,
-                thought,
-                prefill_ms,
-                decode_ms,
-                ..
-            } => {
-                self.step_ms = prefill_ms + decode_ms;
-                if self.verbose {
-                    format!("round {round}: thought: {}", short(thought, 160))
-                } else {
-                    return;
-                }
-            }
-            EventKind::BadStep { round, error, .. } => format!("round {round}: {error}"),
-            EventKind::Retry {
-                round,
-                tool,
-                attempt,
-                wait_ms,
-                error,
-            } => format!(
-                "round {round}: {tool} failed (attempt {attempt}): {}; retrying in {wait_ms} ms",
-                short(error, 100)
-            ),
-            EventKind::ToolResult {
-                round,
-                tool,
-                args,
-                ok,
-                observation,
-                ms,
-                cached,
-                ..
-            } => format!(
-                "round {round}: {tool} {} → {}{} ({:.1} s)",
-                short(&args.to_string(), 70),
-                if *ok { "ok: " } else { "" },
-                short(observation, 70),
-                (self.step_ms + ms) / 1000.0,
-            ) + if *cached { " [repeat: cached]" } else { "" },
-            EventKind::DeadLoop { round, tool, times } => {
-                format!("round {round}: {tool} chosen {times} times with the same arguments")
-            }
-            EventKind::CircuitOpen {
-                round,
-                tool,
-                failures,
-            } => format!("round {round}: {tool} failed {failures} times in a row: it is off for the rest of the task"),
-            EventKind::SelfCheck {
-                round,
-                done,
-                accepted,
-            } => format!(
-                "round {round}: self-check {done:.2}: {}",
-                if *accepted { "accepted" } else { "going on" }
-            ),
-            EventKind::Warning { message } => format!("warning: {message}"),
-            EventKind::Stop {
-                reason,
-                rounds,
-                error,
-                latency_ms,
-                ..
-            } => {
-                let mut s = format!(
-                    "stop: {reason} after {rounds} rounds, {:.1} s",
-                    *latency_ms as f64 / 1000.0
-                );
-                if let Some(e) = error {
-                    s.push_str(&format!(": {e}"));
-                }
-                s
-            }
-            _ => return,
-        };
-        eprintln!("{line}");
-    }
-}
+pub struct ProgressPrinter;

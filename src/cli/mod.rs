@@ -2,13 +2,17 @@
 //! that turns them into a validated [`Config`], and error reporting with the documented exit
 //! codes (0 success; 1 the task ran but did not succeed; 2 bad usage or input).
 //!
-//! Each subcommand lives in its own file under [`commands`] and receives the `Config` and its
-//! own argument struct, never the raw `Cli`.
+//! Each subcommand lives in its own file under [`commands`] and receives the `Config`, the
+//! [`Printer`] it writes everything through, and its own argument struct, never the raw `Cli`.
 
 pub mod commands;
 pub mod outputs;
+pub mod printer;
+pub mod report;
 
-use std::io::Write;
+pub use printer::Printer;
+
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -207,36 +211,48 @@ impl GlobalArgs {
     }
 }
 
-/// Runs the parsed command line and maps the outcome to an exit code. Errors are printed with
-/// their whole chain; a closed stdout (e.g. `| head`) ends quietly.
+/// Runs the parsed command line and maps the outcome to an exit code. The [`Printer`] is made
+/// here, once, from the validated settings. Errors are printed with their whole chain; a
+/// closed stdout (e.g. `| head`) ends quietly.
 pub fn run(cli: Cli) -> ExitCode {
     ignore_file_size_signal();
     let index_given = commands::run::index_given(cli.global.index.as_deref());
-    let result = cli.global.to_config().and_then(|config| {
+    let config = cli.global.to_config();
+    // Settings that do not validate still get their error shown.
+    let printer = match &config {
+        Ok(config) => Printer::from_config(config),
+        Err(_) => Printer::new(Verbosity::Normal, std::io::stderr().is_terminal()),
+    };
+    let out = &printer;
+    let result = config.and_then(|config| {
         init_runtime(config.threads, config.isa);
+        let config = &config;
         match cli.command {
-            Command::Run(args) => commands::run::run(&config, &args, index_given),
-            Command::Chat(args) => commands::chat::run(&config, &args, index_given),
-            Command::Batch(args) => commands::batch::run(&config, &args, index_given),
-            Command::Eval(args) => commands::batch::eval(&config, &args, index_given),
-            Command::Call(args) => commands::call::run(&config, &args),
-            Command::Generate(args) => commands::generate::run(&config, &args),
-            Command::Bench(args) => commands::bench::run(&config, &args),
-            Command::Model { command } => commands::model::run(&config, &command),
-            Command::Memory { command } => commands::memory::run(&config, &command),
-            Command::Tools(args) => commands::tools::run(&config, &args),
-            Command::Index(args) => commands::index::run(&config, &args),
-            Command::Search(args) => commands::search::run(&config, &args),
+            Command::Run(args) => commands::run::run(config, out, &args, index_given),
+            Command::Chat(args) => commands::chat::run(config, out, &args, index_given),
+            Command::Batch(args) => commands::batch::run(config, out, &args, index_given),
+            Command::Eval(args) => commands::batch::eval(config, out, &args, index_given),
+            Command::Call(args) => commands::call::run(config, out, &args),
+            Command::Generate(args) => commands::generate::run(config, out, &args),
+            Command::Bench(args) => commands::bench::run(config, out, &args),
+            Command::Model { command } => commands::model::run(config, out, &command),
+            Command::Memory { command } => commands::memory::run(config, out, &command),
+            Command::Tools(args) => commands::tools::run(config, out, &args),
+            Command::Index(args) => commands::index::run(config, out, &args),
+            Command::Search(args) => commands::search::run(config, out, &args),
         }
     });
     match result {
-        Ok(code) => code,
+        Ok(code) => {
+            printer.end_line();
+            code
+        }
         Err(err) => {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            let _ = std::io::stdout().flush();
-            eprintln!("error: {}", error_chain(&err));
+            let _ = std::io::Write::flush(&mut printer.out());
+            printer.error(&error_chain(&err));
             ExitCode::from(2)
         }
     }

@@ -270,13 +270,12 @@ pub fn cairn(home: &Path) -> assert_cmd::Command {
 /// by every later test and test run. The fetch takes a lock, so tests running in parallel
 /// (or two test runs) never download the same file twice or see a half-written one.
 pub fn preset_path(name: &str) -> PathBuf {
-    use cairn::model::fetch::{fetch_preset, preset, FetchOptions};
+    use cairn::model::fetch::{fetch_preset, preset};
     let config = cairn::config::Config::default();
     let p = preset(name).unwrap_or_else(|| panic!("no preset named {name}"));
-    let opts = FetchOptions {
-        progress: true,
-        ..cairn::cli::commands::fetch_options(&config)
-    };
+    // Progress and notes on the test's stderr, as `cairn model fetch` shows them.
+    let printer = cairn::cli::Printer::from_config(&config);
+    let opts = cairn::cli::commands::fetch_options(&config, &printer);
     fetch_preset(p, &opts).unwrap_or_else(|e| panic!("cannot get preset {name}: {e:#}"))
 }
 

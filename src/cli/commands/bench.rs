@@ -1,11 +1,13 @@
 //! `cairn bench`: prefill and decode tokens/s and time-to-first-token, like llama-bench, and
 //! decoding under the agent-step schema against free decoding.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::config::{Config, Verbosity};
+use crate::cli::printer::Printer;
+use crate::config::Config;
 use crate::model::bench::{self, BenchOptions};
 
 /// Flags of `cairn bench`.
@@ -37,27 +39,30 @@ pub struct BenchArgs {
 }
 
 /// `cairn bench --agent`: round latency with and without prefix reuse.
-fn run_agent(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    let lm = super::load_model(config, None)?;
+fn run_agent(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let lm = super::load_model(config, printer, None)?;
     let mut policy = crate::agent::ModelPolicy::new(lm, Default::default())?;
-    let show = config.verbosity >= Verbosity::Normal;
     let r = crate::agent::bench::prefix_reuse(&mut policy, &mut |what| {
-        if show {
-            eprintln!("bench: {what}");
-        }
+        printer.info(&format!("bench: {what}"));
     })?;
+    let mut out = printer.out();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    writeln!(
+        out,
         "model    {}   threads {}",
         policy.model().path.display(),
         config.threads
-    );
-    println!("round  prompt  computed (reuse / none)  generated  ms with reuse  ms without");
+    )?;
+    writeln!(
+        out,
+        "round  prompt  computed (reuse / none)  generated  ms with reuse  ms without"
+    )?;
     for (w, o) in r.with_reuse.iter().zip(&r.without_reuse) {
-        println!(
+        writeln!(
+            out,
             "{:>5}  {:>6}  {:>8} / {:<12}  {:>9}  {:>13.0}  {:>10.0}",
             w.round,
             w.prompt_tokens,
@@ -66,27 +71,29 @@ fn run_agent(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             w.generated_tokens,
             w.ms,
             o.ms
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "mean round latency: {:.0} ms with reuse, {:.0} ms without: {:.2}x",
         r.mean_ms_with_reuse, r.mean_ms_without_reuse, r.speedup
-    );
+    )?;
     let n = &r.next_task_first_round;
-    println!(
+    writeln!(
+        out,
         "next task, round 1: {} of {} prompt tokens computed (system text and tools cached), {:.0} ms",
         n.computed_tokens, n.prompt_tokens, n.ms
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `cairn bench`.
-pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.repetitions == 0 || args.repetitions > 1000 {
         anyhow::bail!("--repetitions is {}: give 1 to 1000", args.repetitions);
     }
     if args.agent {
-        return run_agent(config, args);
+        return run_agent(config, printer, args);
     }
     if let Some(p) = &args.vs_llama_bench {
         if !p.is_file() {
@@ -96,7 +103,7 @@ pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let lm = super::load_model(config, None)?;
+    let lm = super::load_model(config, printer, None)?;
     let opts = BenchOptions {
         prompt_tokens: args.prompt_tokens,
         gen_tokens: args.gen_tokens,
@@ -113,18 +120,17 @@ pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             lm.model.config.context
         );
     }
-    let show = config.verbosity >= Verbosity::Normal;
     let report = bench::run(&lm, config.threads, &opts, &mut |what| {
-        if show {
-            eprintln!("bench: {what}");
-        }
+        printer.info(&format!("bench: {what}"));
     })?;
+    let mut out = printer.out();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         let s = |x: &bench::Stat| format!("{:>8.1}  ({:.1}–{:.1})", x.median, x.min, x.max);
-        println!("model    {} ({})", report.model, report.arch);
-        println!(
+        writeln!(out, "model    {} ({})", report.model, report.arch)?;
+        writeln!(
+            out,
             "threads  {}   repetitions {}   engine {}{}",
             report.threads,
             report.repetitions,
@@ -134,58 +140,66 @@ pub fn run(config: &Config, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             } else {
                 format!(" ({})", report.kernels)
             }
-        );
-        println!(
+        )?;
+        writeln!(
+            out,
             "pp{:<5}  {} tok/s",
             report.prompt_tokens,
             s(&report.prefill_tok_s)
-        );
-        println!(
+        )?;
+        writeln!(
+            out,
             "tg{:<5}  {} tok/s",
             report.gen_tokens,
             s(&report.decode_tok_s)
-        );
+        )?;
         if let Some(l) = &report.vs_llama_bench {
-            println!(
+            writeln!(
+                out,
                 "llama.cpp pp{:<5} {} tok/s   cairn/llama.cpp {:.2}x",
                 report.prompt_tokens,
                 s(&l.prefill_tok_s),
                 l.prefill_ratio
-            );
-            println!(
+            )?;
+            writeln!(
+                out,
                 "llama.cpp tg{:<5} {} tok/s   cairn/llama.cpp {:.2}x",
                 report.gen_tokens,
                 s(&l.decode_tok_s),
                 l.decode_ratio
-            );
-            println!("llama.cpp build {} ({})", l.build, l.path);
+            )?;
+            writeln!(out, "llama.cpp build {} ({})", l.build, l.path)?;
         }
-        println!(
+        writeln!(
+            out,
             "ttft     {} ms   ({} prompt tokens)",
             s(&report.ttft_ms),
             report.ttft_prompt_tokens
-        );
+        )?;
         if let Some(c) = &report.constrained {
-            println!(
+            writeln!(
+                out,
                 "free     {} tok/s   (chat prompt, {} tokens)",
                 s(&c.free_tok_s),
                 c.prompt_tokens
-            );
-            println!(
+            )?;
+            writeln!(
+                out,
                 "schema   {} tok/s   ({}, {:.0} tokens, {:.0}% forced)",
                 s(&c.constrained_tok_s),
                 c.schema,
                 c.constrained_tokens,
                 c.forced_share * 100.0
-            );
-            println!(
+            )?;
+            writeln!(
+                out,
                 "mask     {:>8.1} µs mean, {:.1} µs p99; fast-forward {:.1} µs; {:.2}% of a decode step; trie {:.0} ms",
                 c.mask_us_mean,
                 c.mask_us_p99,
                 c.forced_us_mean,
                 c.overhead_share * 100.0,
                 c.trie_ms
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -3,7 +3,7 @@
 //! `--json-lines IN.jsonl` answers many questions, one output line each, reusing the prompt
 //! prefix where the functions are the same.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::generate::SamplingArgs;
 use crate::call::{functions, CallOptions, CallOutput, FunctionCaller};
+use crate::cli::printer::Printer;
 use crate::config::{Config, Verbosity};
 
 /// Flags of `cairn call`.
@@ -46,7 +47,7 @@ pub struct CallArgs {
 
 fn read_functions(
     path: &std::path::Path,
-    verbose: bool,
+    printer: &Printer,
 ) -> anyhow::Result<Vec<functions::Function>> {
     let (text, origin) = if path.as_os_str() == "-" {
         let mut s = String::new();
@@ -63,17 +64,14 @@ fn read_functions(
         )
     };
     let (fs, notes) = functions::parse_functions(&text, &origin)?;
-    if verbose {
-        for n in notes {
-            eprintln!("normalised: {n}");
-        }
+    for n in notes {
+        printer.detail(&format!("normalised: {n}"));
     }
     Ok(fs)
 }
 
 /// Runs `cairn call`.
-pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
-    let verbose = config.verbosity >= Verbosity::Verbose;
+pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Result<ExitCode> {
     let sampling = args.sampling.options()?;
     let opts = CallOptions {
         parallel: args.parallel,
@@ -86,7 +84,7 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
             if q.trim().is_empty() {
                 anyhow::bail!("the question is empty; ask something the functions could answer");
             }
-            Some((q.clone(), read_functions(f, verbose)?))
+            Some((q.clone(), read_functions(f, printer)?))
         }
         _ => None,
     };
@@ -98,29 +96,24 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let lm = super::load_model(config, args.sampling.tokenizer.as_deref())?;
+    let lm = super::load_model(config, printer, args.sampling.tokenizer.as_deref())?;
     let mut caller = FunctionCaller::new(lm, sampling.sampling)?;
     caller.set_prefix_reuse(!args.no_prefix_reuse);
-    if verbose {
-        eprintln!(
-            "functions shown {}",
-            if caller.template_takes_tools() {
-                "through the chat template's tools"
-            } else {
-                "as a listing in the system text"
-            }
-        );
-    }
-    let mut out = std::io::stdout().lock();
+    printer.detail(&format!(
+        "functions shown {}",
+        if caller.template_takes_tools() {
+            "through the chat template's tools"
+        } else {
+            "as a listing in the system text"
+        }
+    ));
     if let Some((question, fs)) = single {
         let r = caller.call(&question, &fs, &opts)?;
-        writeln!(out, "{}", serde_json::to_string(&r.output)?)?;
-        if verbose {
-            eprintln!(
-                "prompt {} tokens ({} reused), generated {}, {:.0} ms",
-                r.prompt_tokens, r.reused_tokens, r.generated_tokens, r.ms
-            );
-        }
+        printer.result(&serde_json::to_string(&r.output)?)?;
+        printer.detail(&format!(
+            "prompt {} tokens ({} reused), generated {}, {:.0} ms",
+            r.prompt_tokens, r.reused_tokens, r.generated_tokens, r.ms
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     let Some(reader) = lines else {
@@ -170,10 +163,8 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
                 .ok_or_else(|| format!("line {n}: no \"functions\" array"))?;
             let (fs, notes) =
                 functions::from_value(defs, &format!("line {n}")).map_err(|e| e.to_string())?;
-            if verbose {
-                for note in notes {
-                    eprintln!("line {n}: normalised: {note}");
-                }
+            for note in notes {
+                printer.detail(&format!("line {n}: normalised: {note}"));
             }
             let r = caller
                 .call(q, &fs, &opts)
@@ -195,29 +186,28 @@ pub fn run(config: &Config, args: &CallArgs) -> anyhow::Result<ExitCode> {
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {e}");
+                printer.error(&e);
                 json!({"id": id, "error": e})
             }
         };
-        writeln!(out, "{}", serde_json::to_string(&row)?)?;
-        out.flush()?;
+        printer.result(&serde_json::to_string(&row)?)?;
         done += 1;
-        if config.verbosity >= Verbosity::Normal {
+        if printer.shows(Verbosity::Normal) {
             let secs = start.elapsed().as_secs_f64();
-            eprintln!(
+            printer.progress(&format!(
                 "call: {}, {failed} failed, {:.1} per minute",
                 plural(done, "question"),
                 done as f64 * 60.0 / secs.max(1e-9)
-            );
+            ));
         }
     }
-    if config.verbosity >= Verbosity::Normal {
+    if printer.shows(Verbosity::Normal) {
         let secs = start.elapsed().as_secs_f64();
-        eprintln!(
+        printer.info(&format!(
             "answered {} in {secs:.1} s ({:.1} per minute); {reused} of {prompt} prompt tokens reused from the cache",
             plural(done, "question"),
             done as f64 * 60.0 / secs.max(1e-9)
-        );
+        ));
     }
     Ok(if failed > 0 {
         ExitCode::from(1)

@@ -11,7 +11,8 @@ use clap::Args;
 
 use super::run::{build_agent, print_result, AgentArgs};
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
-use crate::config::{Config, Verbosity};
+use crate::cli::printer::Printer;
+use crate::config::Config;
 
 /// The session `cairn chat` uses without `--session`.
 pub const DEFAULT_SESSION: &str = "chat";
@@ -40,8 +41,9 @@ enum Input {
 }
 
 impl Input {
-    /// The next line; `None` at the end of input (Ctrl-D) or on Ctrl-C.
-    fn next(&mut self) -> anyhow::Result<Option<String>> {
+    /// The next line; `None` at the end of input (Ctrl-D) or on Ctrl-C. A line that is not
+    /// UTF-8 is reported through `printer` and skipped.
+    fn next(&mut self, printer: &Printer) -> anyhow::Result<Option<String>> {
         match self {
             Input::Editor(ed, _) => match ed.readline("> ") {
                 Ok(line) => {
@@ -74,10 +76,10 @@ impl Input {
                     Ok(l) => return Ok(Some(l)),
                     // One bad line must not end the session: report it and go on, as batch does.
                     Err(e) => {
-                        eprintln!(
-                            "error: standard input line {number}: not valid UTF-8 ({}); the line is skipped",
+                        printer.error(&format!(
+                            "standard input line {number}: not valid UTF-8 ({}); the line is skipped",
                             e.utf8_error()
-                        );
+                        ));
                         *skipped += 1;
                     }
                 }
@@ -85,20 +87,25 @@ impl Input {
         }
     }
 
-    fn save_history(&mut self) {
+    fn save_history(&mut self, printer: &Printer) {
         if let Input::Editor(ed, path) = self {
             if let Err(e) = ed.save_history(path) {
-                eprintln!(
-                    "warning: the line history was not saved to {}: {e}",
+                printer.warn(&format!(
+                    "the line history was not saved to {}: {e}",
                     path.display()
-                );
+                ));
             }
         }
     }
 }
 
 /// Runs `cairn chat`.
-pub fn run(config: &Config, args: &ChatArgs, index_given: bool) -> anyhow::Result<ExitCode> {
+pub fn run(
+    config: &Config,
+    printer: &Printer,
+    args: &ChatArgs,
+    index_given: bool,
+) -> anyhow::Result<ExitCode> {
     if args.agent.no_memory {
         anyhow::bail!(
             "cairn chat keeps its turns in memory to work at all; drop --no-memory (or use cairn run for one-off tasks)"
@@ -109,7 +116,7 @@ pub fn run(config: &Config, args: &ChatArgs, index_given: bool) -> anyhow::Resul
         .session
         .clone()
         .unwrap_or_else(|| DEFAULT_SESSION.to_string());
-    let mut agent = build_agent(config, &args.agent, index_given)?;
+    let mut agent = build_agent(config, printer, &args.agent, index_given)?;
     let earlier = match agent.memory() {
         Some(store) => {
             let sid = store.session(&session)?;
@@ -138,18 +145,16 @@ pub fn run(config: &Config, args: &ChatArgs, index_given: bool) -> anyhow::Resul
             skipped: 0,
         }
     };
-    if config.verbosity >= Verbosity::Normal {
-        eprintln!(
-            "cairn chat: session `{session}`{}. One task per line; Ctrl-D or /exit ends, and `cairn chat --session {session}` resumes.",
-            if earlier > 0 {
-                format!(" resumed with {earlier} earlier turns")
-            } else {
-                String::new()
-            }
-        );
-    }
+    printer.info(&format!(
+        "cairn chat: session `{session}`{}. One task per line; Ctrl-D or /exit ends, and `cairn chat --session {session}` resumes.",
+        if earlier > 0 {
+            format!(" resumed with {earlier} earlier turns")
+        } else {
+            String::new()
+        }
+    ));
     let mut all_answered = true;
-    while let Some(line) = input.next()? {
+    while let Some(line) = input.next(printer)? {
         let task = line.trim();
         if task.is_empty() {
             continue;
@@ -158,10 +163,10 @@ pub fn run(config: &Config, args: &ChatArgs, index_given: bool) -> anyhow::Resul
             break;
         }
         let result = agent.run_task(task, Some(&session));
-        print_result(&result, args.json)?;
+        print_result(printer, &result, args.json)?;
         all_answered &= result.answered();
     }
-    input.save_history();
+    input.save_history(printer);
     if let Input::Lines { skipped, .. } = input {
         all_answered &= skipped == 0;
     }

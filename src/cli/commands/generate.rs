@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::config::{Config, Verbosity};
+use crate::cli::printer::Printer;
+use crate::config::Config;
 use crate::constrain::{Constraint, ConstraintCompiler, ConstraintSpec};
 use crate::model::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
 use crate::model::sampling::SamplingParams;
@@ -89,7 +90,7 @@ pub struct GenerateArgs {
 }
 
 /// Runs `cairn generate`.
-pub fn run(config: &Config, args: &GenerateArgs) -> anyhow::Result<ExitCode> {
+pub fn run(config: &Config, printer: &Printer, args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     let opts = args.sampling.options()?;
     // Read and parse the file before the (slow) model load, so a typo fails fast.
     let spec = match (&args.schema, &args.grammar) {
@@ -97,7 +98,7 @@ pub fn run(config: &Config, args: &GenerateArgs) -> anyhow::Result<ExitCode> {
         (None, Some(p)) => Some((ConstraintSpec::grammar_file(p)?, p)),
         (None, None) => None,
     };
-    let lm = super::load_model(config, args.sampling.tokenizer.as_deref())?;
+    let lm = super::load_model(config, printer, args.sampling.tokenizer.as_deref())?;
     let mut constraint = match &spec {
         Some((spec, path)) => {
             let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
@@ -115,38 +116,43 @@ pub fn run(config: &Config, args: &GenerateArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.prompt.clone()
     };
-    let g = stream_constrained(config, &lm, &prompt, &opts, constraint.as_mut(), !args.json)?;
+    let g = stream_constrained(
+        printer,
+        &lm,
+        &prompt,
+        &opts,
+        constraint.as_mut(),
+        !args.json,
+    )?;
     if args.json {
-        println!("{}", serde_json::to_string(&g)?);
+        printer.result(&serde_json::to_string(&g)?)?;
     }
     if g.incomplete {
-        if config.verbosity >= Verbosity::Normal {
-            eprintln!(
-                "error: stopped ({}) inside the constrained output after {} tokens: it is incomplete and not valid; raise --max-tokens",
-                g.stop,
-                g.tokens.len()
-            );
-        }
+        printer.error(&format!(
+            "stopped ({}) inside the constrained output after {} tokens: it is incomplete and not valid; raise --max-tokens",
+            g.stop,
+            g.tokens.len()
+        ));
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Tokenizes `prompt`, generates, streams text to stdout when `echo`, and reports timings on
-/// stderr at `-v`.
+/// Tokenizes `prompt`, generates, streams text to stdout when `echo`, and reports timings
+/// through `printer` at `-v`.
 pub fn stream(
-    config: &Config,
+    printer: &Printer,
     lm: &LoadedModel,
     prompt: &str,
     opts: &GenerateOptions,
     echo: bool,
 ) -> anyhow::Result<Generation> {
-    stream_constrained(config, lm, prompt, opts, None, echo)
+    stream_constrained(printer, lm, prompt, opts, None, echo)
 }
 
 /// Like [`stream`], with every token allowed by `constraint` when one is given.
 pub fn stream_constrained(
-    config: &Config,
+    printer: &Printer,
     lm: &LoadedModel,
     prompt: &str,
     opts: &GenerateOptions,
@@ -158,8 +164,7 @@ pub fn stream_constrained(
         anyhow::bail!("the prompt is empty: give some text to continue");
     }
     let mut session = lm.session();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = printer.out();
     let g = generate_constrained(
         &mut session,
         &lm.tokenizer,
@@ -177,8 +182,9 @@ pub fn stream_constrained(
     if echo {
         writeln!(out)?;
     }
-    if config.verbosity >= Verbosity::Verbose {
-        eprintln!(
+    drop(out);
+    if printer.verbose() {
+        printer.detail(&format!(
             "prompt {} tokens, generated {} ({} sampled, {} forced; {}), first token {:.0} ms, decode {:.1} tok/s",
             g.prompt_tokens,
             g.tokens.len(),
@@ -187,16 +193,12 @@ pub fn stream_constrained(
             g.stop,
             g.time_to_first_token.as_secs_f64() * 1000.0,
             g.decode_tokens_per_second()
-        );
-    } else if g.stop == StopReason::MaxTokens
-        && !g.incomplete
-        && config.verbosity >= Verbosity::Normal
-        && echo
-    {
-        eprintln!(
+        ));
+    } else if g.stop == StopReason::MaxTokens && !g.incomplete && echo {
+        printer.info(&format!(
             "note: stopped at --max-tokens {} before the model finished",
             opts.max_tokens
-        );
+        ));
     }
     Ok(g)
 }

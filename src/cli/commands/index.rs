@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
+use crate::cli::printer::Printer;
 use crate::config::{Config, Verbosity};
 use crate::index::Index;
 
@@ -24,7 +25,7 @@ pub struct IndexArgs {
 }
 
 /// Runs `cairn index`.
-pub fn run(config: &Config, args: &IndexArgs) -> anyhow::Result<ExitCode> {
+pub fn run(config: &Config, printer: &Printer, args: &IndexArgs) -> anyhow::Result<ExitCode> {
     let start = std::time::Instant::now();
     check_output(
         "--index",
@@ -36,7 +37,7 @@ pub fn run(config: &Config, args: &IndexArgs) -> anyhow::Result<ExitCode> {
     let mut index = Index::open_or_create(&config.index)
         .with_context(|| format!("cannot open the index {}", config.index.display()))?;
     let report = index.update(&args.dirs)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = printer.out();
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&report)?)?;
     } else {
@@ -53,25 +54,27 @@ pub fn run(config: &Config, args: &IndexArgs) -> anyhow::Result<ExitCode> {
             report.skipped
         )?;
     }
-    if config.verbosity >= Verbosity::Normal {
+    drop(out);
+    if printer.shows(Verbosity::Normal) {
         // A folder of images would flood the terminal: ten lines unless -v asks for all.
-        let shown = if config.verbosity >= Verbosity::Verbose {
+        let shown = if printer.verbose() {
             report.skipped_files.len()
         } else {
             10
         };
         for s in report.skipped_files.iter().take(shown) {
-            eprintln!("skipped {}: {}", s.path.display(), s.why);
+            printer.info(&format!("skipped {}: {}", s.path.display(), s.why));
         }
         if report.skipped_files.len() > shown {
-            eprintln!(
+            printer.info(&format!(
                 "skipped {} more files (-v lists them all)",
                 report.skipped_files.len() - shown
-            );
+            ));
         }
     }
-    if config.verbosity >= Verbosity::Verbose {
-        eprintln!("indexed in {:.2} s", start.elapsed().as_secs_f64());
-    }
+    printer.detail(&format!(
+        "indexed in {:.2} s",
+        start.elapsed().as_secs_f64()
+    ));
     Ok(ExitCode::SUCCESS)
 }

@@ -15,7 +15,8 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
-use crate::config::{Config, Verbosity};
+use crate::cli::printer::Printer;
+use crate::config::Config;
 use crate::memory::{
     format_utc, Fact, FactId, FactScope, MemoryError, MemoryStore, SessionInfo, Step, Turn,
 };
@@ -86,11 +87,15 @@ pub struct ExportArgs {
 }
 
 /// Runs a `cairn memory` subcommand.
-pub fn run(config: &Config, command: &MemoryCommand) -> anyhow::Result<ExitCode> {
+pub fn run(
+    config: &Config,
+    printer: &Printer,
+    command: &MemoryCommand,
+) -> anyhow::Result<ExitCode> {
     let Some(store) = open_existing(config)? else {
-        return missing_file(config, command);
+        return missing_file(config, printer, command);
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = printer.out();
     match command {
         MemoryCommand::Sessions(args) => {
             let sessions = store.sessions()?;
@@ -120,8 +125,8 @@ pub fn run(config: &Config, command: &MemoryCommand) -> anyhow::Result<ExitCode>
                         one_line(&f.fact.text)
                     )?;
                 }
-                if found.is_empty() && config.verbosity > Verbosity::Quiet {
-                    eprintln!("no fact matches `{}`", args.query);
+                if found.is_empty() {
+                    printer.info(&format!("no fact matches `{}`", args.query));
                 }
             }
         }
@@ -177,7 +182,11 @@ fn open_existing(config: &Config) -> anyhow::Result<Option<MemoryStore>> {
     Ok(Some(MemoryStore::open(&config.memory)?))
 }
 
-fn missing_file(config: &Config, command: &MemoryCommand) -> anyhow::Result<ExitCode> {
+fn missing_file(
+    config: &Config,
+    printer: &Printer,
+    command: &MemoryCommand,
+) -> anyhow::Result<ExitCode> {
     let path = &config.memory;
     let unknown = |name: &str| MemoryError::UnknownSession {
         name: name.to_string(),
@@ -187,17 +196,17 @@ fn missing_file(config: &Config, command: &MemoryCommand) -> anyhow::Result<Exit
     match command {
         MemoryCommand::Sessions(args) => {
             if args.json {
-                println!("[]");
-            } else if config.verbosity > Verbosity::Quiet {
-                eprintln!("no memory yet: {} does not exist", path.display());
+                printer.result("[]")?;
+            } else {
+                printer.info(&format!("no memory yet: {} does not exist", path.display()));
             }
             Ok(ExitCode::SUCCESS)
         }
         MemoryCommand::Search(args) => {
             if args.json {
-                println!("[]");
-            } else if config.verbosity > Verbosity::Quiet {
-                eprintln!("no memory yet: {} does not exist", path.display());
+                printer.result("[]")?;
+            } else {
+                printer.info(&format!("no memory yet: {} does not exist", path.display()));
             }
             Ok(ExitCode::SUCCESS)
         }

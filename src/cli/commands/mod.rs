@@ -1,5 +1,6 @@
 //! One file per subcommand. Each exposes its clap argument struct and
-//! `run(&Config, &Args) -> anyhow::Result<ExitCode>`.
+//! `run(&Config, &Printer, &Args) -> anyhow::Result<ExitCode>`; everything it shows goes
+//! through the [`Printer`].
 
 pub mod batch;
 pub mod bench;
@@ -14,28 +15,39 @@ pub mod search;
 pub mod tools;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context;
 
+use crate::cli::printer::Printer;
+use crate::cli::report::FetchLines;
 use crate::config::{Config, Verbosity};
-use crate::model::fetch::{resolve_model, FetchOptions, HfOptions};
+use crate::model::fetch::{resolve_model, FetchOptions, FetchProgress, HfOptions};
 use crate::model::{LoadOptions, LoadedModel};
 
-/// How model files are found and fetched: the models folder, offline mode and progress (unless
-/// `-q`) from the validated settings, and the Hugging Face cache, endpoint and proxy from the
-/// environment (`HF_HUB_CACHE`, `HF_HOME`, `HF_ENDPOINT`, `HTTPS_PROXY`...).
-pub fn fetch_options(config: &Config) -> FetchOptions {
+/// How model files are found and fetched: the models folder and offline mode from the
+/// validated settings, progress and notes through `printer` (unless `-q`), and the Hugging
+/// Face cache, endpoint and proxy from the environment (`HF_HUB_CACHE`, `HF_HOME`,
+/// `HF_ENDPOINT`, `HTTPS_PROXY`...).
+pub fn fetch_options(config: &Config, printer: &Printer) -> FetchOptions {
     FetchOptions {
         models_dir: config.models_dir(),
         offline: config.offline,
-        progress: config.verbosity >= Verbosity::Normal,
+        progress: printer
+            .shows(Verbosity::Normal)
+            .then(|| Arc::new(FetchLines::new(printer.clone())) as Arc<dyn FetchProgress>),
         hf: HfOptions::from_vars(crate::config::env_nonempty, dirs::home_dir().as_deref()),
     }
 }
 
-/// Finds (fetching if allowed) and loads the configured model; notes on stderr at `-v`.
-pub fn load_model(config: &Config, tokenizer_json: Option<&Path>) -> anyhow::Result<LoadedModel> {
-    let path = resolve_model(config.model.as_deref(), &fetch_options(config))?;
+/// Finds (fetching if allowed) and loads the configured model; details through `printer` at
+/// `-v`, and a warning when the CPU engine cannot start all its threads.
+pub fn load_model(
+    config: &Config,
+    printer: &Printer,
+    tokenizer_json: Option<&Path>,
+) -> anyhow::Result<LoadedModel> {
+    let path = resolve_model(config.model.as_deref(), &fetch_options(config, printer))?;
     let load = LoadOptions {
         requantize: config.requantize,
         engine: config.engine,
@@ -43,9 +55,16 @@ pub fn load_model(config: &Config, tokenizer_json: Option<&Path>) -> anyhow::Res
         ..LoadOptions::default()
     };
     let lm = LoadedModel::load(&path, tokenizer_json, &load).context("cannot load the model")?;
-    if config.verbosity >= Verbosity::Verbose {
+    if lm.model.report.engine.name() == "native" {
+        // The CPU engine's pool starts now rather than at the first step, so that a shortfall
+        // of threads is said up front.
+        if let Some(w) = crate::model::cpu::pool::global().warning() {
+            printer.warn(w);
+        }
+    }
+    if printer.verbose() {
         let c = &lm.model.config;
-        eprintln!(
+        printer.detail(&format!(
             "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} tensors re-quantized to Q8_0, engine {}{}) in {:.2} s",
             path.display(),
             c.arch,
@@ -61,7 +80,7 @@ pub fn load_model(config: &Config, tokenizer_json: Option<&Path>) -> anyhow::Res
                 format!(" with {} kernels", lm.model.report.kernels)
             },
             lm.load_time.as_secs_f64()
-        );
+        ));
     }
     Ok(lm)
 }

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::model::fetch::{self, FetchError, FetchOptions};
 use crate::model::gguf::{describe_gguf, ModelInfo};
@@ -57,14 +58,14 @@ pub struct InfoArgs {
 }
 
 /// Runs a `cairn model` subcommand.
-pub fn run(config: &Config, command: &ModelCommand) -> anyhow::Result<ExitCode> {
-    let opts = super::fetch_options(config);
+pub fn run(config: &Config, printer: &Printer, command: &ModelCommand) -> anyhow::Result<ExitCode> {
+    let opts = super::fetch_options(config, printer);
     match command {
-        ModelCommand::List(args) => list(&opts, args),
-        ModelCommand::Fetch(args) => fetch_one(&opts, args),
+        ModelCommand::List(args) => list(printer, &opts, args),
+        ModelCommand::Fetch(args) => fetch_one(printer, &opts, args),
         ModelCommand::Info(args) => {
             let spec = args.model.as_deref().or(config.model.as_deref());
-            info(&opts, spec, args.json)
+            info(printer, &opts, spec, args.json)
         }
     }
 }
@@ -89,7 +90,7 @@ struct PresetRow {
     verified: bool,
 }
 
-fn list(opts: &FetchOptions, args: &ListArgs) -> anyhow::Result<ExitCode> {
+fn list(printer: &Printer, opts: &FetchOptions, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let rows: Vec<PresetRow> = fetch::presets()
         .iter()
         .map(|p| {
@@ -116,7 +117,7 @@ fn list(opts: &FetchOptions, args: &ListArgs) -> anyhow::Result<ExitCode> {
             }
         })
         .collect();
-    let mut out = std::io::stdout().lock();
+    let mut out = printer.out();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(ExitCode::SUCCESS);
@@ -148,7 +149,7 @@ fn list(opts: &FetchOptions, args: &ListArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn fetch_one(opts: &FetchOptions, args: &FetchArgs) -> anyhow::Result<ExitCode> {
+fn fetch_one(printer: &Printer, opts: &FetchOptions, args: &FetchArgs) -> anyhow::Result<ExitCode> {
     let path = if args.model.starts_with("hf:") {
         if !args.from.is_empty() {
             anyhow::bail!(
@@ -166,14 +167,19 @@ fn fetch_one(opts: &FetchOptions, args: &FetchArgs) -> anyhow::Result<ExitCode> 
             fetch::install_from_files(p, &args.from, opts)?
         }
     };
-    writeln!(std::io::stdout().lock(), "{}", path.display())?;
+    printer.result(&path.display().to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn info(opts: &FetchOptions, spec: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+fn info(
+    printer: &Printer,
+    opts: &FetchOptions,
+    spec: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let path = fetch::resolve_model(spec, opts)?;
     let info = describe_gguf(&path)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = printer.out();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&info)?)?;
     } else {

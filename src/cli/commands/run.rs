@@ -14,10 +14,10 @@ use clap::Args;
 use sha2::Digest;
 
 use super::generate::SamplingArgs;
-use crate::agent::{
-    Agent, AgentOptions, AgentResult, ModelPolicy, ProgressPrinter, StopReason, TraceWriter,
-};
+use crate::agent::{Agent, AgentOptions, AgentResult, ModelPolicy, StopReason, TraceWriter};
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
+use crate::cli::printer::Printer;
+use crate::cli::report::{RoundPrinter, TraceSink};
 use crate::config::{Config, Verbosity};
 use crate::index::Index;
 use crate::memory::MemoryStore;
@@ -159,7 +159,12 @@ fn docs_index_path(config: &Config, docs: &[PathBuf]) -> anyhow::Result<PathBuf>
 }
 
 /// Indexes `--docs` and points the config's index at the result.
-fn index_docs(config: &mut Config, docs: &[PathBuf], index_given: bool) -> anyhow::Result<()> {
+fn index_docs(
+    config: &mut Config,
+    printer: &Printer,
+    docs: &[PathBuf],
+    index_given: bool,
+) -> anyhow::Result<()> {
     if docs.is_empty() {
         return Ok(());
     }
@@ -180,29 +185,36 @@ fn index_docs(config: &mut Config, docs: &[PathBuf], index_given: bool) -> anyho
     let mut index = Index::open_or_create(&config.index)
         .with_context(|| format!("cannot open the index {}", config.index.display()))?;
     let report = index.update(docs)?;
-    if config.verbosity >= Verbosity::Verbose {
-        eprintln!(
-            "index {}: {} files, {} chunks ({} added, {} changed, {} unchanged)",
-            config.index.display(),
-            report.files,
-            report.chunks,
-            report.added,
-            report.changed,
-            report.unchanged
-        );
-    }
+    printer.detail(&format!(
+        "index {}: {} files, {} chunks ({} added, {} changed, {} unchanged)",
+        config.index.display(),
+        report.files,
+        report.chunks,
+        report.added,
+        report.changed,
+        report.unchanged
+    ));
     Ok(())
 }
 
 /// Checks what the agent needs before the (slow) model load, builds the tools, opens memory,
-/// loads the model, and returns the agent with its progress printer and trace attached.
+/// loads the model, and returns the agent with its round printer and trace attached.
 pub fn build_agent(
     config: &Config,
+    printer: &Printer,
     args: &AgentArgs,
     index_given: bool,
 ) -> anyhow::Result<Agent<ModelPolicy>> {
     let memory = (!args.no_memory).then(|| config.memory.clone());
-    let mut agents = build_agents(config, args, index_given, 1, memory.as_deref(), true)?;
+    let mut agents = build_agents(
+        config,
+        printer,
+        args,
+        index_given,
+        1,
+        memory.as_deref(),
+        true,
+    )?;
     agents
         .pop()
         .ok_or_else(|| anyhow::anyhow!("no agent was built"))
@@ -210,9 +222,10 @@ pub fn build_agent(
 
 /// Like [`build_agent`], `jobs` agents sharing one loaded model and one token trie, each
 /// with its own KV cache and memory connection (`memory`: the memory file, or none). Rounds
-/// are printed on stderr when `rounds_on_stderr` (or at -v).
+/// are printed through `printer` when `rounds_on_stderr` (or at -v).
 pub fn build_agents(
     config: &Config,
+    printer: &Printer,
     args: &AgentArgs,
     index_given: bool,
     jobs: usize,
@@ -244,7 +257,7 @@ pub fn build_agents(
             config.memory_named,
         )?;
     }
-    index_docs(&mut config, &args.docs, index_given)?;
+    index_docs(&mut config, printer, &args.docs, index_given)?;
     let tools = ToolRegistry::from_config(&config, RegistryOptions::default())?;
     if config.db.is_some() {
         if let Some((_, why)) = tools.unavailable().find(|(n, _)| *n == "sql") {
@@ -264,7 +277,7 @@ pub fn build_agents(
         TraceWriter::create(p)
             .with_context(|| format!("cannot open the trace file {}", p.display()))?;
     }
-    let lm = super::load_model(&config, args.sampling.tokenizer.as_deref())?;
+    let lm = super::load_model(&config, printer, args.sampling.tokenizer.as_deref())?;
     let first = ModelPolicy::new(lm.clone(), opts.sampling)?;
     let compiler = first.compiler().clone();
     let mut policies = vec![first];
@@ -282,14 +295,13 @@ pub fn build_agents(
             None => None,
         };
         let mut agent = Agent::new(policy, tools.clone(), store, options.clone())?;
-        let verbose = config.verbosity >= Verbosity::Verbose;
-        if (rounds_on_stderr && config.verbosity >= Verbosity::Normal) || verbose {
-            agent.add_sink(Box::new(ProgressPrinter::new(verbose)));
+        if (rounds_on_stderr && printer.shows(Verbosity::Normal)) || printer.verbose() {
+            agent.add_sink(Box::new(RoundPrinter::new(printer.clone())));
         }
         if let Some(p) = &args.trace {
             let t = TraceWriter::create(p)
                 .with_context(|| format!("cannot open the trace file {}", p.display()))?;
-            agent.add_sink(Box::new(t));
+            agent.add_sink(Box::new(TraceSink::new(t, printer.clone())));
         }
         agents.push(agent);
     }
@@ -312,13 +324,18 @@ pub fn index_given(global_index: Option<&Path>) -> bool {
 }
 
 /// Runs `cairn run`.
-pub fn run(config: &Config, args: &RunArgs, index_given: bool) -> anyhow::Result<ExitCode> {
+pub fn run(
+    config: &Config,
+    printer: &Printer,
+    args: &RunArgs,
+    index_given: bool,
+) -> anyhow::Result<ExitCode> {
     if args.task.trim().is_empty() {
         anyhow::bail!(
             "the task is empty: say what cairn should do, e.g. cairn run \"What is 17 * 23?\""
         );
     }
-    let mut agent = build_agent(config, &args.agent, index_given)?;
+    let mut agent = build_agent(config, printer, &args.agent, index_given)?;
     let session = if args.agent.no_memory {
         None
     } else {
@@ -330,14 +347,14 @@ pub fn run(config: &Config, args: &RunArgs, index_given: bool) -> anyhow::Result
         )
     };
     let result = agent.run_task(&args.task, session.as_deref());
-    print_result(&result, args.json)?;
+    print_result(printer, &result, args.json)?;
     Ok(exit_code(&result))
 }
 
 /// Prints a task's result: the answer (or the JSON object) on stdout, and why it stopped on
 /// stderr when it did not answer.
-pub fn print_result(result: &AgentResult, json: bool) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+pub fn print_result(printer: &Printer, result: &AgentResult, json: bool) -> anyhow::Result<()> {
+    let mut out = printer.out();
     if json {
         writeln!(out, "{}", serde_json::to_string(result)?)?;
     } else if !result.answer.is_empty() {
@@ -346,12 +363,13 @@ pub fn print_result(result: &AgentResult, json: bool) -> anyhow::Result<()> {
         writeln!(out, "{}", escape_controls(&result.answer))?;
     }
     out.flush()?;
+    drop(out);
     if !result.answered() {
-        eprintln!(
-            "error: the task stopped without an answer ({}): {}",
+        printer.error(&format!(
+            "the task stopped without an answer ({}): {}",
             result.stop_reason,
-            escape_controls(result.error.as_deref().unwrap_or("no detail"))
-        );
+            result.error.as_deref().unwrap_or("no detail")
+        ));
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::index::Index;
 
@@ -24,14 +25,14 @@ pub struct SearchArgs {
 }
 
 /// Runs `cairn search`. Exits 1 when nothing matched.
-pub fn run(config: &Config, args: &SearchArgs) -> anyhow::Result<ExitCode> {
+pub fn run(config: &Config, printer: &Printer, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     if args.top_k == 0 {
         anyhow::bail!("--top-k must be at least 1");
     }
     let query = args.query.join(" ");
     let index = Index::open_read_only(&config.index)?;
     let hits = index.search(&query, args.top_k)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = printer.out();
     for (i, h) in hits.iter().enumerate() {
         if args.json {
             writeln!(out, "{}", serde_json::to_string(h)?)?;
@@ -46,7 +47,7 @@ pub fn run(config: &Config, args: &SearchArgs) -> anyhow::Result<ExitCode> {
     if hits.is_empty() {
         let (files, _) = index.counts()?;
         drop(out);
-        eprintln!("no results for `{query}` ({files} files indexed)");
+        printer.info(&format!("no results for `{query}` ({files} files indexed)"));
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::config::Config;
+use crate::cli::printer::Printer;
+use crate::config::{Config, Verbosity};
 use crate::tools::{RegistryOptions, ToolRegistry};
 
 /// Flags of `cairn tools`.
@@ -47,7 +48,7 @@ pub enum ToolsCommand {
 }
 
 /// Runs `cairn tools`.
-pub fn run(config: &Config, args: &ToolsArgs) -> anyhow::Result<ExitCode> {
+pub fn run(config: &Config, printer: &Printer, args: &ToolsArgs) -> anyhow::Result<ExitCode> {
     let timeout = crate::config::seconds("--timeout", args.timeout).map_err(anyhow::Error::msg)?;
     if args.max_chars == 0 {
         anyhow::bail!("--max-chars must be at least 1");
@@ -57,7 +58,7 @@ pub fn run(config: &Config, args: &ToolsArgs) -> anyhow::Result<ExitCode> {
         max_chars: args.max_chars,
     };
     let registry = ToolRegistry::from_config(config, options)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = printer.out();
     match &args.command {
         None | Some(ToolsCommand::List) => {
             if args.json {
@@ -101,9 +102,12 @@ pub fn run(config: &Config, args: &ToolsArgs) -> anyhow::Result<ExitCode> {
                     writeln!(out, "{}", json!({"ok": false, "error": e}))?;
                 } else {
                     drop(out);
-                    eprintln!("error ({}): {}", e.class, e.message);
+                    printer.line(
+                        Verbosity::Quiet,
+                        &format!("error ({}): {}", e.class, e.message),
+                    );
                     if let Some(h) = &e.hint {
-                        eprintln!("hint: {h}");
+                        printer.line(Verbosity::Quiet, &format!("hint: {h}"));
                     }
                 }
                 Ok(ExitCode::from(1))

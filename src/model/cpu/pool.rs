@@ -46,6 +46,8 @@ unsafe impl Send for JobPtr {}
 pub struct Pool {
     shared: Arc<Shared>,
     threads: usize,
+    /// Why fewer threads than asked for were started, for the caller to report.
+    warning: Option<String>,
 }
 
 static POOL: OnceLock<Pool> = OnceLock::new();
@@ -71,7 +73,7 @@ pub fn global() -> &'static Pool {
 
 impl Pool {
     /// A pool of `threads` threads in all: the caller of [`Pool::run`] and `threads - 1`
-    /// workers (fewer, with a warning on stderr, if the system refuses to start them).
+    /// workers (fewer, with a [`Pool::warning`], if the system refuses to start them).
     pub fn new(threads: usize) -> Pool {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {
@@ -84,6 +86,7 @@ impl Pool {
             busy: AtomicBool::new(false),
         });
         let mut started = 1;
+        let mut warning = None;
         for i in 1..threads {
             let s = shared.clone();
             match std::thread::Builder::new()
@@ -93,10 +96,10 @@ impl Pool {
                 Ok(_) => started += 1,
                 Err(e) => {
                     // Fewer threads is slower, not wrong: say so and go on with those started.
-                    eprintln!(
-                        "cairn: could not start CPU thread {} of {threads} ({e}); running on {started}",
+                    warning = Some(format!(
+                        "could not start CPU thread {} of {threads} ({e}); running on {started}",
                         i + 1
-                    );
+                    ));
                     break;
                 }
             }
@@ -104,12 +107,18 @@ impl Pool {
         Pool {
             shared,
             threads: started,
+            warning,
         }
     }
 
     /// Threads in all, the caller included.
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// Why the pool runs on fewer threads than asked for, if it does (the CLI shows it).
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
     }
 
     /// Runs `f(i)` for every `i` in `0..pieces`, spread over the pool; returns when all are

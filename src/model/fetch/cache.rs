@@ -44,7 +44,7 @@ pub fn find_cached(p: &Preset, opts: &FetchOptions) -> Option<CachedFile> {
 
 /// The SHA-256 of a file, lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String, io::Error> {
-    hash_with_progress(path, &mut Progress::new(false, String::new(), 0))
+    hash_with_progress(path, &mut Progress::new(None, String::new(), 0))
 }
 
 /// Bytes as lowercase hex.
@@ -238,7 +238,7 @@ pub(super) fn check_file(
         return Ok(());
     }
     let mut progress = Progress::new(
-        opts.progress,
+        opts.progress.as_ref(),
         format!("verifying {}", p.file_name),
         p.size_bytes,
     );
@@ -284,13 +284,11 @@ pub(super) fn lock_preset(p: &Preset, opts: &FetchOptions) -> Result<File, Fetch
     match file.try_lock() {
         Ok(()) => return Ok(file),
         Err(fs::TryLockError::WouldBlock) => {
-            if opts.progress {
-                eprintln!(
-                    "waiting for another cairn that is fetching {} ({})",
-                    p.name,
-                    path.display()
-                );
-            }
+            opts.note(&format!(
+                "waiting for another cairn that is fetching {} ({})",
+                p.name,
+                path.display()
+            ));
         }
         Err(fs::TryLockError::Error(e)) => {
             return Err(io_err(format!("cannot lock {}", path.display()))(e))

@@ -125,7 +125,11 @@ fn hf_download(
         .ok_or("no Hugging Face cache folder (set HF_HOME)")?;
     check_reachable(&opts.hf)?;
     let api = hf_api(cache, &opts.hf)?;
-    let progress = Progress::new(opts.progress, format!("downloading {file}"), size_hint);
+    let progress = Progress::new(
+        opts.progress.as_ref(),
+        format!("downloading {file}"),
+        size_hint,
+    );
     api.model(repo.to_string())
         .download_with_progress(file, progress)
         .map_err(|e| e.to_string())
@@ -138,9 +142,11 @@ pub(super) fn fetch_preset_from_hf(p: &Preset, opts: &FetchOptions) -> Result<Pa
     let stamp = stamp_path_hf(p, opts);
     match check_file(p, &path, &stamp, opts) {
         Ok(()) => {
-            if opts.progress {
-                eprintln!("fetched {} from Hugging Face: {}", p.name, path.display());
-            }
+            opts.note(&format!(
+                "fetched {} from Hugging Face: {}",
+                p.name,
+                path.display()
+            ));
             Ok(path)
         }
         Err(bad) => {
@@ -183,12 +189,10 @@ pub(super) fn fetch_hf(repo: &str, file: &str, opts: &FetchOptions) -> Result<Pa
         message,
     })?;
     // Said once, when the file arrives, rather than on every load from the cache.
-    if opts.progress {
-        eprintln!(
-            "note: no checksum is known for hf:{repo}/{file}; {} is not verified",
-            path.display()
-        );
-    }
+    opts.note(&format!(
+        "note: no checksum is known for hf:{repo}/{file}; {} is not verified",
+        path.display()
+    ));
     Ok(path)
 }
 

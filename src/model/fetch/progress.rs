@@ -1,81 +1,71 @@
-//! Progress on stderr while downloading, unpacking and hashing.
+//! Progress while downloading, unpacking and hashing, reported to the caller's
+//! [`FetchProgress`] (nothing here prints).
 
-use std::io::{self, IsTerminal};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
-/// Bytes done of a total on stderr: a line redrawn at most ten times a second on a terminal,
-/// a single summary line otherwise.
+/// What a fetch reports as it goes, for the caller to show: the CLI prints it (unless `-q`).
+/// Set in [`super::FetchOptions::progress`]; without one, a fetch is silent.
+pub trait FetchProgress: Send + Sync {
+    /// A line of news: where a file came from, a fallback to pip, a wait for another process,
+    /// a file that cannot be verified.
+    fn note(&self, text: &str);
+    /// `done` bytes of `total` (0: unknown) so far in the step `label` ("downloading FILE",
+    /// "verifying FILE", "unpacking FILE"); called for every chunk, so the receiver decides
+    /// how often to show it.
+    fn bytes(&self, label: &str, done: u64, total: u64);
+    /// The step `label` ended after `done` bytes of `total` (0: unknown) in `secs` seconds.
+    fn finished(&self, label: &str, done: u64, total: u64, secs: f64);
+    /// Where a helper process's own progress (pip's standard output) should go; `None`
+    /// (the default) keeps it hidden.
+    fn tool_output(&self) -> Option<std::process::Stdio> {
+        None
+    }
+}
+
+/// Bytes done of a total in one step, reported to a [`FetchProgress`] when there is one.
 pub(super) struct Progress {
-    enabled: bool,
-    tty: bool,
+    report: Option<Arc<dyn FetchProgress>>,
     label: String,
     total: u64,
     done: u64,
     started: Instant,
-    last_draw: Option<Instant>,
 }
 
 impl Progress {
-    /// A counter of `total` bytes (0: unknown), shown only when `enabled`.
-    pub(super) fn new(enabled: bool, label: String, total: u64) -> Progress {
+    /// A counter of `total` bytes (0: unknown) for the step `label`, reported to `report`.
+    pub(super) fn new(
+        report: Option<&Arc<dyn FetchProgress>>,
+        label: String,
+        total: u64,
+    ) -> Progress {
         Progress {
-            enabled,
-            tty: io::stderr().is_terminal(),
+            report: report.cloned(),
             label,
             total,
             done: 0,
             started: Instant::now(),
-            last_draw: None,
         }
     }
 
-    /// Counts `n` more bytes, redrawing the line now and then on a terminal.
+    /// Counts `n` more bytes.
     pub(super) fn add(&mut self, n: u64) {
         // Time from the first byte, not from creation: pip may take a while before that.
         if self.done == 0 {
             self.started = Instant::now();
         }
         self.done += n;
-        if !self.enabled || !self.tty {
-            return;
-        }
-        if self
-            .last_draw
-            .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
-        {
-            return;
-        }
-        self.last_draw = Some(Instant::now());
-        eprint!("\r{}", self.line());
-    }
-
-    /// The progress line without the time.
-    fn line(&self) -> String {
-        if self.total > 0 {
-            format!(
-                "{}: {} / {} ({}%)",
-                self.label,
-                format_mb(self.done),
-                format_mb(self.total),
-                self.done.saturating_mul(100) / self.total
-            )
-        } else {
-            format!("{}: {}", self.label, format_mb(self.done))
+        if let Some(r) = &self.report {
+            r.bytes(&self.label, self.done, self.total);
         }
     }
 
-    /// The last line, with the time taken; nothing more is shown after it.
+    /// Reports the end of the step, with the time taken; nothing more is reported after it.
     pub(super) fn finish(&mut self) {
-        if !self.enabled {
-            return;
+        if let Some(r) = self.report.take() {
+            let secs = self.started.elapsed().as_secs_f64();
+            r.finished(&self.label, self.done, self.total, secs);
         }
-        let secs = self.started.elapsed().as_secs_f64();
-        if self.tty {
-            eprintln!("\r{} in {secs:.1} s\x1b[K", self.line());
-        } else {
-            eprintln!("{}: {} in {secs:.1} s", self.label, format_mb(self.done));
-        }
-        self.enabled = false;
     }
 }
 
@@ -92,11 +82,6 @@ impl hf_hub::api::Progress for Progress {
     fn finish(&mut self) {
         Progress::finish(self);
     }
-}
-
-/// Bytes as decimal megabytes with one decimal ("491.4 MB").
-fn format_mb(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 /// A size in decimal megabytes, rounded, as the presets table writes it ("491 MB").
