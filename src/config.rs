@@ -21,39 +21,6 @@ pub struct Setting {
     pub doc: &'static str,
 }
 
-/// Which implementation of the forward pass runs the model (`--engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Engine {
-    /// cairn's own CPU engine (`crate::model::cpu`).
-    #[default]
-    Native,
-    /// The candle engine (`crate::model::candle`), on candle's tensors and quantized kernels.
-    Candle,
-}
-
-impl Engine {
-    /// `native` or `candle`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Native => "native",
-            Engine::Candle => "candle",
-        }
-    }
-}
-
-impl std::str::FromStr for Engine {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "native" => Ok(Engine::Native),
-            "candle" => Ok(Engine::Candle),
-            _ => Err(format!(
-                "unknown engine `{s}`: expected `native` or `candle`"
-            )),
-        }
-    }
-}
-
 /// Every setting cairn reads. The README's table of settings is checked against this list.
 pub const SETTINGS: &[Setting] = &[
     Setting {
@@ -199,7 +166,7 @@ pub struct Config {
     /// Candle engine: re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 at load.
     pub requantize: bool,
     /// The forward pass to use.
-    pub engine: Engine,
+    pub engine: crate::model::Engine,
     /// How much goes to stderr.
     pub verbosity: Verbosity,
     /// The memory file (sessions, turns, steps, facts).
@@ -220,6 +187,17 @@ pub struct Config {
 }
 
 impl Config {
+    /// Where the tools come from, for [`crate::tools::ToolRegistry::from_sources`].
+    pub fn tool_sources(&self) -> crate::tools::ToolSources {
+        crate::tools::ToolSources {
+            db: self.db.clone(),
+            index: self.index.clone(),
+            memory: self.memory.clone(),
+            memory_decay: self.memory_decay,
+            tools: self.tools.clone(),
+        }
+    }
+
     /// The folder that holds fetched model files.
     pub fn models_dir(&self) -> PathBuf {
         self.home.join("models")
@@ -286,7 +264,7 @@ impl Default for Config {
                 .unwrap_or(1),
             isa: None,
             requantize: !env_flag("CAIRN_KEEP_QUANT"),
-            engine: Engine::default(),
+            engine: crate::model::Engine::default(),
             verbosity: Verbosity::Normal,
             memory: Config::default_memory(),
             memory_named: env_nonempty("CAIRN_MEMORY").is_some(),

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::prompt::{observation_text, system_text, task_message, worked_example};
 use super::{AgentError, ModelPolicy, Policy};
-use crate::constrain::agent_step::{step_schema, StepTool};
+use super::step::{step_schema, StepTool};
 use crate::model::template::Message;
 use crate::tools::calculator::CalculatorTool;
 use crate::tools::{RegistryOptions, ToolRegistry};

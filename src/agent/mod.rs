@@ -16,9 +16,11 @@
 
 pub mod bench;
 mod events;
+mod guards;
 mod policy;
 pub mod prompt;
 mod run;
+pub mod step;
 
 pub use events::{Event, EventKind, EventSink, ProgressPrinter, TraceWriter};
 pub use policy::{scripted_tokens, Decoded, ModelPolicy, Policy, ScriptedPolicy};
@@ -280,7 +282,7 @@ pub enum AgentError {
     Constraint(#[from] crate::constrain::ConstraintError),
     /// The model runtime failed.
     #[error(transparent)]
-    Generate(#[from] crate::model::generate::GenerateError),
+    Generate(#[from] crate::decode::generate::GenerateError),
     /// The memory file failed.
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),

@@ -8,9 +8,8 @@ use serde_json::Value;
 
 use super::AgentError;
 use crate::constrain::{Constraint, ConstraintCompiler, ConstraintSpec};
-use crate::model::generate::{generate_constrained, GenerateOptions};
+use crate::decode::Decoder;
 use crate::model::sampling::SamplingParams;
-use crate::model::session::Session;
 use crate::model::template::{Message, Role};
 use crate::model::LoadedModel;
 
@@ -53,47 +52,48 @@ pub trait Policy {
     ) -> Result<Decoded, AgentError>;
 }
 
-/// The local model as the agent's policy: the conversation is kept as tokens in one model
-/// [`Session`], so a round only prefills what is new since the last (the system text and tools
-/// are computed once per process and reused by every task), and each step is decoded under
-/// its schema with fast-forward of forced tokens.
+/// The local model as the agent's policy: the conversation is kept as tokens in one
+/// [`Decoder`]'s session, so a round only prefills what is new since the last (the system text
+/// and tools are computed once per process and reused by every task), and each step is decoded
+/// under its schema with fast-forward of forced tokens.
 pub struct ModelPolicy {
-    lm: LoadedModel,
-    session: Session,
-    compiler: ConstraintCompiler,
-    /// Compiled constraints by schema text; a fresh clone serves each decode.
-    constraints: HashMap<String, Constraint>,
+    decoder: Decoder,
     /// Generated text → the ids that produced it, so a step is fed back exactly as decoded.
     generated: HashMap<String, Vec<u32>>,
     /// The last prompt encoded, to avoid encoding it twice (budget check, then decode).
     last: Option<(Vec<Message>, Vec<u32>)>,
-    sampling: SamplingParams,
-    reuse: bool,
 }
 
 impl ModelPolicy {
     /// A policy on `lm` that samples with `sampling` (greedy by default). Builds the token
     /// trie of the constraint engine once (about half a second for a 150k vocabulary).
     pub fn new(lm: LoadedModel, sampling: SamplingParams) -> Result<Self, AgentError> {
-        let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
-        Ok(Self::with_compiler(lm, compiler, sampling))
+        Ok(Self::from_decoder(Decoder::new(lm, sampling)?))
+    }
+
+    fn from_decoder(decoder: Decoder) -> Self {
+        ModelPolicy {
+            decoder,
+            generated: HashMap::new(),
+            last: None,
+        }
     }
 
     /// Turns prefix reuse off (every round re-prefills its whole prompt): for measuring what
     /// reuse saves.
     pub fn with_prefix_reuse(mut self, reuse: bool) -> Self {
-        self.reuse = reuse;
+        self.decoder.set_prefix_reuse(reuse);
         self
     }
 
     /// Turns prefix reuse on or off for the following decodes.
     pub fn set_prefix_reuse(&mut self, reuse: bool) {
-        self.reuse = reuse;
+        self.decoder.set_prefix_reuse(reuse);
     }
 
     /// Empties the KV cache: the next decode prefills its whole prompt.
     pub fn clear_cache(&mut self) {
-        self.session.clear();
+        self.decoder.clear_cache();
     }
 
     /// Builds a policy on `lm` with an already built constraint compiler (batch jobs share
@@ -103,22 +103,12 @@ impl ModelPolicy {
         compiler: ConstraintCompiler,
         sampling: SamplingParams,
     ) -> Self {
-        let session = lm.session();
-        ModelPolicy {
-            lm,
-            session,
-            compiler,
-            constraints: HashMap::new(),
-            generated: HashMap::new(),
-            last: None,
-            sampling,
-            reuse: true,
-        }
+        Self::from_decoder(Decoder::with_compiler(lm, compiler, sampling))
     }
 
     /// The constraint compiler (to share with more policies on the same model).
     pub fn compiler(&self) -> &ConstraintCompiler {
-        &self.compiler
+        self.decoder.compiler()
     }
 
     /// Decodes the reply to `messages` without any schema, until the end of the turn or
@@ -131,8 +121,7 @@ impl ModelPolicy {
         self.run(messages, max_tokens, None)
     }
 
-    /// One generation from `messages`, under `constraint` when given: the prompt as ids (the
-    /// cache reused unless turned off), a seed that differs per call, and the generated ids
+    /// One generation from `messages`, under `constraint` when given, with the generated ids
     /// remembered so the reply is fed back exactly as decoded.
     fn run(
         &mut self,
@@ -141,27 +130,9 @@ impl ModelPolicy {
         constraint: Option<&mut Constraint>,
     ) -> Result<Decoded, AgentError> {
         let ids = self.encode(messages)?;
-        if !self.reuse {
-            self.session.clear();
-        }
-        let opts = GenerateOptions {
-            max_tokens,
-            sampling: SamplingParams {
-                // A different seed each call, reproducible from the user's seed.
-                seed: self.sampling.seed.wrapping_add(self.generated.len() as u64),
-                ..self.sampling
-            },
-        };
         let constrained = constraint.is_some();
         let start = Instant::now();
-        let g = generate_constrained(
-            &mut self.session,
-            &self.lm.tokenizer,
-            &ids,
-            &opts,
-            constraint,
-            &mut |_| Ok(()),
-        )?;
+        let g = self.decoder.generate(&ids, max_tokens, constraint)?;
         let total_ms = start.elapsed().as_secs_f64() * 1000.0;
         if self.generated.len() >= 4096 {
             self.generated.clear();
@@ -172,7 +143,7 @@ impl ModelPolicy {
             complete: if constrained {
                 !g.incomplete
             } else {
-                g.stop == crate::model::generate::StopReason::Eos
+                g.stop == crate::decode::generate::StopReason::Eos
             },
             prompt_tokens: ids.len(),
             reused_tokens: g.reused_tokens,
@@ -187,7 +158,7 @@ impl ModelPolicy {
 
     /// The loaded model.
     pub fn model(&self) -> &LoadedModel {
-        &self.lm
+        self.decoder.model()
     }
 
     /// The prompt as token ids. Messages are rendered with the chat template one at a time and
@@ -201,7 +172,8 @@ impl ModelPolicy {
                 return Ok(ids.clone());
             }
         }
-        let tok = &self.lm.tokenizer;
+        let lm = self.decoder.model();
+        let tok = &lm.tokenizer;
         let mut ids = Vec::new();
         if tok.add_bos() {
             if let Some(b) = tok.bos_id() {
@@ -211,7 +183,7 @@ impl ModelPolicy {
         let mut prev = String::new();
         let mut incremental = true;
         for i in 0..messages.len() {
-            let text = self.lm.template.render(&messages[..=i], false)?;
+            let text = lm.template.render(&messages[..=i], false)?;
             let Some(piece) = text.strip_prefix(prev.as_str()) else {
                 incremental = false;
                 break;
@@ -234,7 +206,7 @@ impl ModelPolicy {
             }
             prev = text;
         }
-        let full = self.lm.template.render(messages, true)?;
+        let full = lm.template.render(messages, true)?;
         match full.strip_prefix(prev.as_str()) {
             Some(rest) if incremental => ids.extend(tok.encode(rest)?),
             _ => {
@@ -248,18 +220,10 @@ impl ModelPolicy {
 
     fn constraint(&mut self, schema: &Value) -> Result<Constraint, AgentError> {
         let key = schema.to_string();
-        if let Some(c) = self.constraints.get(&key) {
-            return Ok(c.clone());
-        }
-        let c = self.compiler.compile(
-            &ConstraintSpec::JsonSchema(schema.clone()),
-            "agent step schema",
-        )?;
-        if self.constraints.len() >= 64 {
-            self.constraints.clear();
-        }
-        self.constraints.insert(key, c.clone());
-        Ok(c)
+        let spec = ConstraintSpec::JsonSchema(schema.clone());
+        Ok(self
+            .decoder
+            .constraint(&key, |c| c.compile(&spec, "agent step schema"))?)
     }
 }
 
@@ -269,7 +233,7 @@ impl Policy for ModelPolicy {
     }
 
     fn context(&self) -> usize {
-        self.lm.model.config.context
+        self.decoder.model().model.config.context
     }
 
     fn decode(

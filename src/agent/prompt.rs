@@ -27,7 +27,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{AgentError, Policy};
-use crate::constrain::agent_step::FINAL_ANSWER;
+use super::step::FINAL_ANSWER;
 use crate::model::template::Message;
 use crate::tools::{ToolInfo, ToolRegistry};
 

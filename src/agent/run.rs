@@ -1,16 +1,18 @@
 //! [`Agent`]: the loop of one task, round by round, with every stop condition, retry,
 //! circuit breaker and dead-loop rule of the agent's design.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
 use super::events::{Event, EventKind, EventSink};
+use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, worked_example, RoundText, TaskContext};
-use super::{canonical_json, AgentError, AgentOptions, AgentResult, Policy, StopReason, ToolCall};
-use crate::constrain::agent_step::{
+use super::{
+    canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
+};
+use super::step::{
     partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER,
 };
 use crate::memory::{
@@ -19,7 +21,7 @@ use crate::memory::{
 };
 use crate::model::template::Message;
 use crate::tools::recall::{RecallTool, DEFAULT_K};
-use crate::tools::{ErrorClass, Observation, ToolError, ToolRegistry};
+use crate::tools::{ErrorClass, Observation, ToolError, ToolInfo, ToolRegistry};
 
 /// The agent: a policy (the model), the tools, the memory, the options, and who hears about
 /// what happens. One agent runs any number of tasks, one after the other; the model's KV
@@ -72,6 +74,49 @@ struct TaskRun {
     session: Option<(SessionId, TurnId)>,
     /// The newest successful observation and its step, for fact extraction.
     last_ok: Option<(String, Option<StepId>)>,
+}
+
+/// What the rounds of one task share: the tools, the fixed prompt prefix, the guards and the
+/// text of the rounds so far.
+struct Rounds {
+    infos: Vec<ToolInfo>,
+    /// Context the tools give for this task (the tables that match its words).
+    notes: Vec<String>,
+    prefix: Vec<Message>,
+    guards: Guards,
+    texts: Vec<RoundText>,
+    /// Rounds already dropped from the prompt (never brought back).
+    min_dropped: usize,
+}
+
+/// Whether the task goes on after a round.
+enum Flow {
+    Continue,
+    Stop(StopReason, Option<String>),
+}
+
+/// A decoded step on its way to memory: its record, when it started, and its text.
+struct Done {
+    record: StepRecord,
+    started: Instant,
+    text: String,
+}
+
+/// What a tool call came to.
+struct CallOutcome {
+    ok: bool,
+    class: Option<ErrorClass>,
+    /// The error's message, when it failed.
+    error: Option<String>,
+    /// Whether the arguments passed the tool's schema.
+    valid: bool,
+    /// The result, or the error as the model is shown it.
+    observation: String,
+    attempts: usize,
+    /// Answered from the first result of the same call.
+    cached: bool,
+    /// What the loop adds after the result (a repeat, a circuit opening).
+    note: Option<String>,
 }
 
 impl<P: Policy> Agent<P> {
@@ -248,382 +293,18 @@ impl<P: Policy> Agent<P> {
         let notes = super::prompt::tool_context(&self.tools, &infos, task);
         let mut prefix = vec![Message::system(system_text(&infos))];
         prefix.extend(worked_example(&infos));
-        let budget = self
-            .policy
-            .context()
-            .saturating_sub(self.options.max_step_tokens);
+        let mut st = Rounds {
+            infos,
+            notes,
+            prefix,
+            guards: Guards::default(),
+            texts: Vec::new(),
+            min_dropped: 0,
+        };
         let max_rounds = self.options.max_rounds;
-        let mut open: HashSet<String> = HashSet::new();
-        let mut tool_failures: HashMap<String, usize> = HashMap::new();
-        let mut failed_rounds = 0usize;
-        // Tools turned off for the rest of the task because a call to them was repeated word
-        // for word: the model is stuck on that call, and cannot choose it a third time.
-        let mut benched: HashSet<String> = HashSet::new();
-        // Canonical action → (times chosen, observation, failed).
-        let mut seen: HashMap<String, (usize, String, bool)> = HashMap::new();
-        let mut rounds: Vec<RoundText> = Vec::new();
-        let mut min_dropped = 0usize;
-        let mut last_error: Option<String> = None;
         for round in 1..=max_rounds {
-            if Self::timed_out(run) {
-                return Ok((
-                    StopReason::Timeout,
-                    Some(format!(
-                        "the task ran past its time limit of {:.1} s after {} rounds",
-                        self.options.timeout.unwrap_or_default().as_secs_f64(),
-                        round - 1
-                    )),
-                ));
-            }
-            let last_round = round == max_rounds;
-            let allowed: Vec<StepTool> = if last_round {
-                Vec::new()
-            } else {
-                infos
-                    .iter()
-                    .filter(|t| !open.contains(&t.name) && !benched.contains(&t.name))
-                    .map(|t| StepTool::new(t.name.clone(), t.args_schema.clone()))
-                    .collect()
-            };
-            let schema = step_schema(&allowed);
-            let Some(fitted) = fit(
-                &mut self.policy,
-                &prefix,
-                task,
-                ctx,
-                &notes,
-                &rounds,
-                min_dropped,
-                budget,
-            )?
-            else {
-                let mut bare = prefix.clone();
-                bare.push(super::prompt::task_message(task, None, 0));
-                let bare = self.policy.prompt_tokens(&bare)?;
-                // A step allowance that eats the context is the flag's fault, not the task's.
-                let advice = if self.options.max_step_tokens >= self.policy.context() / 2 {
-                    "lower --max-tokens (a step rarely needs more than 512)"
-                } else {
-                    "shorten the task"
-                };
-                return Ok((
-                    StopReason::Budget,
-                    Some(format!(
-                        "the prompt does not fit the model's context: the instructions, tools and task alone are {bare} tokens, \
-                         but at most {budget} fit ({} tokens of context minus {} for the step); {advice}",
-                        self.policy.context(),
-                        self.options.max_step_tokens
-                    )),
-                ));
-            };
-            if fitted.dropped_rounds > min_dropped || fitted.cut_chars > 0 || fitted.dropped_context
-            {
-                self.emit(
-                    run.start,
-                    EventKind::Trim {
-                        round,
-                        dropped_rounds: fitted.dropped_rounds,
-                        cut_chars: fitted.cut_chars,
-                        dropped_context: fitted.dropped_context,
-                    },
-                );
-            }
-            min_dropped = fitted.dropped_rounds;
-            run.result.dropped_rounds = fitted.dropped_rounds;
-            let mut allowed_names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
-            allowed_names.push(FINAL_ANSWER.to_string());
-            self.emit(
-                run.start,
-                EventKind::Prompt {
-                    round,
-                    tokens: fitted.tokens,
-                    budget,
-                    allowed: allowed_names,
-                },
-            );
-            let step_start = Instant::now();
-            let decoded =
-                self.policy
-                    .decode(&fitted.messages, &schema, self.options.max_step_tokens)?;
-            run.result.rounds = round;
-            run.result.prompt_tokens += decoded.prompt_tokens;
-            run.result.reused_tokens += decoded.reused_tokens;
-            run.result.generated_tokens += decoded.generated_tokens;
-            run.result.forced_tokens += decoded.forced_tokens;
-            let mut record = StepRecord {
-                round: round as i64,
-                prompt_tokens: decoded.prompt_tokens as i64,
-                generated_tokens: decoded.generated_tokens as i64,
-                ..StepRecord::default()
-            };
-            let parsed = if decoded.complete {
-                parse_step(&decoded.text)
-            } else {
-                Err(format!(
-                    "the step was cut off at the limit of {} tokens",
-                    self.options.max_step_tokens
-                ))
-            };
-            let step = match parsed {
-                Ok(s) => s,
-                Err(why) => {
-                    self.emit(
-                        run.start,
-                        EventKind::BadStep {
-                            round,
-                            error: why.clone(),
-                            text: decoded.text.clone(),
-                        },
-                    );
-                    let observation = format!(
-                        "error: your step could not be used ({why}). Write one complete step: a short thought and short arguments."
-                    );
-                    record.args_json = decoded.text.clone();
-                    self.end_step(run, &mut record, "bad_step", &observation, step_start);
-                    // A cut-off final answer is a lost round, not a tool call.
-                    let action = partial_action(&decoded.text);
-                    if action.as_deref() != Some(FINAL_ANSWER) {
-                        run.result.tool_calls.push(ToolCall {
-                            round,
-                            tool: action.unwrap_or_default(),
-                            args: Value::String(decoded.text.clone()),
-                            ok: false,
-                            valid: false,
-                            error: Some(why.clone()),
-                            error_class: Some(ErrorClass::InvalidInput),
-                            cached: false,
-                            attempts: 0,
-                        });
-                    }
-                    rounds.push(RoundText {
-                        step: decoded.text,
-                        observation,
-                    });
-                    failed_rounds += 1;
-                    last_error = Some(why);
-                    if failed_rounds >= self.options.max_failed_rounds {
-                        return Ok((StopReason::Failures, last_error));
-                    }
-                    continue;
-                }
-            };
-            self.emit(
-                run.start,
-                EventKind::Step {
-                    round,
-                    thought: step.thought.clone(),
-                    action: step.action.clone(),
-                    args: step.args.clone(),
-                    prompt_tokens: decoded.prompt_tokens,
-                    reused_tokens: decoded.reused_tokens,
-                    sampled_tokens: decoded.sampled_tokens,
-                    forced_tokens: decoded.forced_tokens,
-                    prefill_ms: decoded.prefill_ms,
-                    decode_ms: decoded.decode_ms,
-                },
-            );
-            record.thought = step.thought.clone();
-            record.action = step.action.clone();
-            record.args_json = step.args.to_string();
-
-            if step.action == FINAL_ANSWER {
-                let answer = step
-                    .args
-                    .get("answer")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
-                if let (Some(threshold), false) = (self.options.self_check, last_round) {
-                    let done = self.self_check(&fitted.messages, &decoded.text, task)?;
-                    let accepted = done >= threshold;
-                    self.emit(
-                        run.start,
-                        EventKind::SelfCheck {
-                            round,
-                            done,
-                            accepted,
-                        },
-                    );
-                    if !accepted {
-                        let observation = format!(
-                            "A check rated this answer {done:.2} of 1 for completing the task (it needs {threshold:.2}). \
-                             Keep working on what is missing, then give a complete final_answer."
-                        );
-                        self.end_step(run, &mut record, "self_check", &observation, step_start);
-                        rounds.push(RoundText {
-                            step: decoded.text,
-                            observation,
-                        });
-                        continue;
-                    }
-                }
-                if answer.chars().count() as u64 >= ANSWER_MAX_CHARS {
-                    self.warn(
-                        run,
-                        format!("the answer reached the step's limit of {ANSWER_MAX_CHARS} characters and may be cut short"),
-                    );
-                }
-                self.end_step(run, &mut record, "answer", &answer, step_start);
-                run.result.answer = answer;
-                let reason = if last_round && max_rounds > 1 {
-                    StopReason::MaxRounds
-                } else {
-                    StopReason::FinalAnswer
-                };
-                return Ok((reason, None));
-            }
-
-            // A tool call.
-            let key = format!("{} {}", step.action, canonical_json(&step.args));
-            let call_start = Instant::now();
-            // What the loop adds after the tool's result (a repeat, a circuit opening): shown
-            // after the result's data block, so it is never read as part of the data.
-            let mut loop_note: Option<String> = None;
-            let (observation, ok, class, attempts, cached, error_text) = if let Some((
-                times,
-                obs,
-                failed,
-            )) = seen.get_mut(&key)
-            {
-                *times += 1;
-                let times = *times;
-                let failed = *failed;
-                let obs = obs.clone();
-                run.result.dead_loops += 1;
-                self.emit(
-                    run.start,
-                    EventKind::DeadLoop {
-                        round,
-                        tool: step.action.clone(),
-                        times,
-                    },
-                );
-                benched.insert(step.action.clone());
-                loop_note = Some(if failed {
-                    format!("[note: you already called {0} with these same arguments and it failed the same way; {0} is turned off for the rest of this task. Use another tool, or give the final_answer with what you know.]", step.action)
-                } else {
-                    format!("[note: you already called {0} with these same arguments; this is the same result as before. {0} is turned off for the rest of this task: use this result, try another tool, or give the final_answer.]", step.action)
-                });
-                let class = failed.then_some(ErrorClass::InvalidInput);
-                let error_text = failed.then(|| obs.clone());
-                (obs, !failed, class, 0, true, error_text)
-            } else {
-                let (r, attempts) = self.call_with_retries(run, round, &step.action, &step.args);
-                match r {
-                    Ok(o) => {
-                        seen.insert(key, (1, o.text.clone(), false));
-                        (o.text, true, None, attempts, false, None)
-                    }
-                    Err(e) => {
-                        let text = e.to_observation_text();
-                        if e.class != ErrorClass::Transient {
-                            seen.insert(key, (1, text.clone(), true));
-                        }
-                        (text, false, Some(e.class), attempts, false, Some(e.message))
-                    }
-                }
-            };
-            run.result.tool_calls.push(ToolCall {
-                round,
-                tool: step.action.clone(),
-                args: step.args.clone(),
-                ok,
-                valid: !error_text
-                    .as_deref()
-                    .is_some_and(|e| e.starts_with("invalid arguments for `")),
-                error: error_text.clone(),
-                error_class: class,
-                cached,
-                attempts,
-            });
-            if ok {
-                failed_rounds = 0;
-                if !cached {
-                    tool_failures.insert(step.action.clone(), 0);
-                }
-            } else if cached {
-                // A repeated failing call is the dead-loop rule's to end (only final_answer
-                // after the third time), not a new failure: counting it too would stop the
-                // task with `failures` before the model could answer.
-                last_error = error_text.clone();
-            } else {
-                failed_rounds += 1;
-                last_error = error_text.clone();
-                if !cached && class != Some(ErrorClass::Fatal) {
-                    let n = tool_failures.entry(step.action.clone()).or_insert(0);
-                    *n += 1;
-                    let n = *n;
-                    if n >= self.options.circuit_threshold && open.insert(step.action.clone()) {
-                        run.result.circuits_opened.push(step.action.clone());
-                        self.emit(
-                            run.start,
-                            EventKind::CircuitOpen {
-                                round,
-                                tool: step.action.clone(),
-                                failures: n,
-                            },
-                        );
-                        loop_note = Some(format!(
-                            "[the tool {} failed {n} times in a row and is turned off for the rest of this task]",
-                            step.action
-                        ));
-                    }
-                }
-            }
-            // The trace and memory keep the note with the result.
-            let recorded = match &loop_note {
-                Some(n) => format!("{observation}\n{n}"),
-                None => observation.clone(),
-            };
-            self.emit(
-                run.start,
-                EventKind::ToolResult {
-                    round,
-                    tool: step.action.clone(),
-                    args: step.args.clone(),
-                    ok,
-                    error_class: class.map(|c| c.as_str().to_string()),
-                    observation: recorded.clone(),
-                    ms: call_start.elapsed().as_secs_f64() * 1000.0,
-                    cached,
-                },
-            );
-            let outcome = match (ok, cached) {
-                (true, false) => "ok",
-                (_, true) => "repeat",
-                (false, false) => "error",
-            };
-            record.error_class = class.map(|c| c.as_str().to_string());
-            let step_id = self.end_step(run, &mut record, outcome, &recorded, step_start);
-            if ok && !cached {
-                run.last_ok = Some((observation.clone(), step_id));
-            }
-            if class == Some(ErrorClass::Fatal) {
-                return Ok((StopReason::Fatal, error_text));
-            }
-            if ok {
-                if let Some(re) = &self.options.stop_when {
-                    if re.is_match(&observation) {
-                        run.result.answer = observation.trim().to_string();
-                        return Ok((StopReason::StopWhen, None));
-                    }
-                }
-            }
-            let mut shown = if ok {
-                super::prompt::observation_text(&step.action, &observation)
-            } else {
-                super::prompt::error_text(&step.action, &observation)
-            };
-            if let Some(n) = &loop_note {
-                shown = format!("{shown}\n{n}");
-            }
-            rounds.push(RoundText {
-                step: decoded.text,
-                observation: shown,
-            });
-            if failed_rounds >= self.options.max_failed_rounds {
-                return Ok((StopReason::Failures, last_error));
+            if let Flow::Stop(reason, error) = self.round(run, &mut st, task, ctx, round)? {
+                return Ok((reason, error));
             }
         }
         // Only reached when the last round's step could not be used.
@@ -631,11 +312,495 @@ impl<P: Policy> Agent<P> {
             StopReason::MaxRounds,
             Some(format!(
                 "the round limit of {max_rounds} was reached without a usable final answer{}",
-                last_error
+                st.guards
+                    .last_error()
                     .map(|e| format!(" (last error: {e})"))
                     .unwrap_or_default()
             )),
         ))
+    }
+
+    /// One round: the prompt, the step decoded under this round's schema, and what the step
+    /// does (a bad step, the final answer or a tool call).
+    fn round(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        task: &str,
+        ctx: &TaskContext,
+        round: usize,
+    ) -> Result<Flow, AgentError> {
+        if Self::timed_out(run) {
+            return Ok(Flow::Stop(
+                StopReason::Timeout,
+                Some(format!(
+                    "the task ran past its time limit of {:.1} s after {} rounds",
+                    self.options.timeout.unwrap_or_default().as_secs_f64(),
+                    round - 1
+                )),
+            ));
+        }
+        let last_round = round == self.options.max_rounds;
+        let allowed = st.guards.allowed(&st.infos, last_round);
+        let Some(fitted) = self.prompt(run, st, task, ctx, round, &allowed)? else {
+            return self.budget_stop(&st.prefix, task);
+        };
+        let step_start = Instant::now();
+        let decoded = self.policy.decode(
+            &fitted.messages,
+            &step_schema(&allowed),
+            self.options.max_step_tokens,
+        )?;
+        let mut record = self.count_step(run, round, &decoded);
+        let step = if decoded.complete {
+            parse_step(&decoded.text)
+        } else {
+            Err(format!(
+                "the step was cut off at the limit of {} tokens",
+                self.options.max_step_tokens
+            ))
+        };
+        let step = match step {
+            Ok(s) => s,
+            Err(why) => {
+                return Ok(self.bad_step(run, st, round, decoded.text, why, record, step_start))
+            }
+        };
+        self.emit(
+            run.start,
+            EventKind::Step {
+                round,
+                thought: step.thought.clone(),
+                action: step.action.clone(),
+                args: step.args.clone(),
+                prompt_tokens: decoded.prompt_tokens,
+                reused_tokens: decoded.reused_tokens,
+                sampled_tokens: decoded.sampled_tokens,
+                forced_tokens: decoded.forced_tokens,
+                prefill_ms: decoded.prefill_ms,
+                decode_ms: decoded.decode_ms,
+            },
+        );
+        record.thought = step.thought.clone();
+        record.action = step.action.clone();
+        record.args_json = step.args.to_string();
+        let done = Done {
+            record,
+            started: step_start,
+            text: decoded.text,
+        };
+        if step.action == FINAL_ANSWER {
+            let turn = (&fitted.messages[..], task, round, last_round);
+            return self.final_answer(run, st, turn, step, done);
+        }
+        Ok(self.tool_step(run, st, round, step, done))
+    }
+
+    /// This round's prompt fitted to the budget, with the events that say what was trimmed and
+    /// what the step may do; `None` when even the bare prompt does not fit.
+    fn prompt(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        task: &str,
+        ctx: &TaskContext,
+        round: usize,
+        allowed: &[StepTool],
+    ) -> Result<Option<super::prompt::Fitted>, AgentError> {
+        let budget = self.budget();
+        let fitted = fit(
+            &mut self.policy,
+            &st.prefix,
+            task,
+            ctx,
+            &st.notes,
+            &st.texts,
+            st.min_dropped,
+            budget,
+        )?;
+        let Some(fitted) = fitted else {
+            return Ok(None);
+        };
+        if fitted.dropped_rounds > st.min_dropped || fitted.cut_chars > 0 || fitted.dropped_context
+        {
+            self.emit(
+                run.start,
+                EventKind::Trim {
+                    round,
+                    dropped_rounds: fitted.dropped_rounds,
+                    cut_chars: fitted.cut_chars,
+                    dropped_context: fitted.dropped_context,
+                },
+            );
+        }
+        st.min_dropped = fitted.dropped_rounds;
+        run.result.dropped_rounds = fitted.dropped_rounds;
+        let mut names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
+        names.push(FINAL_ANSWER.to_string());
+        self.emit(
+            run.start,
+            EventKind::Prompt {
+                round,
+                tokens: fitted.tokens,
+                budget,
+                allowed: names,
+            },
+        );
+        Ok(Some(fitted))
+    }
+
+    /// The prompt tokens a round may use: the context less the step's allowance.
+    fn budget(&self) -> usize {
+        self.policy
+            .context()
+            .saturating_sub(self.options.max_step_tokens)
+    }
+
+    /// The stop when the instructions, tools and task alone do not fit the context.
+    fn budget_stop(&mut self, prefix: &[Message], task: &str) -> Result<Flow, AgentError> {
+        let mut bare = prefix.to_vec();
+        bare.push(super::prompt::task_message(task, None, 0));
+        let bare = self.policy.prompt_tokens(&bare)?;
+        // A step allowance that eats the context is the flag's fault, not the task's.
+        let advice = if self.options.max_step_tokens >= self.policy.context() / 2 {
+            "lower --max-tokens (a step rarely needs more than 512)"
+        } else {
+            "shorten the task"
+        };
+        Ok(Flow::Stop(
+            StopReason::Budget,
+            Some(format!(
+                "the prompt does not fit the model's context: the instructions, tools and task alone are {bare} tokens, \
+                 but at most {} fit ({} tokens of context minus {} for the step); {advice}",
+                self.budget(),
+                self.policy.context(),
+                self.options.max_step_tokens
+            )),
+        ))
+    }
+
+    /// Adds a decoded step's tokens to the task's counts; returns the step's record so far.
+    fn count_step(&mut self, run: &mut TaskRun, round: usize, decoded: &Decoded) -> StepRecord {
+        let r = &mut run.result;
+        r.rounds = round;
+        r.prompt_tokens += decoded.prompt_tokens;
+        r.reused_tokens += decoded.reused_tokens;
+        r.generated_tokens += decoded.generated_tokens;
+        r.forced_tokens += decoded.forced_tokens;
+        StepRecord {
+            round: round as i64,
+            prompt_tokens: decoded.prompt_tokens as i64,
+            generated_tokens: decoded.generated_tokens as i64,
+            ..StepRecord::default()
+        }
+    }
+
+    /// A step that could not be used (cut off, or not a step): a failed round whose
+    /// observation tells the model what to do.
+    #[allow(clippy::too_many_arguments)]
+    fn bad_step(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        round: usize,
+        text: String,
+        why: String,
+        mut record: StepRecord,
+        started: Instant,
+    ) -> Flow {
+        self.emit(
+            run.start,
+            EventKind::BadStep {
+                round,
+                error: why.clone(),
+                text: text.clone(),
+            },
+        );
+        let observation = format!(
+            "error: your step could not be used ({why}). Write one complete step: a short thought and short arguments."
+        );
+        record.args_json = text.clone();
+        self.end_step(run, &mut record, "bad_step", &observation, started);
+        // A cut-off final answer is a lost round, not a tool call.
+        let action = partial_action(&text);
+        if action.as_deref() != Some(FINAL_ANSWER) {
+            run.result.tool_calls.push(ToolCall {
+                round,
+                tool: action.unwrap_or_default(),
+                args: Value::String(text.clone()),
+                ok: false,
+                valid: false,
+                error: Some(why.clone()),
+                error_class: Some(ErrorClass::InvalidInput),
+                cached: false,
+                attempts: 0,
+            });
+        }
+        st.texts.push(RoundText {
+            step: text,
+            observation,
+        });
+        st.guards.bad_step(why);
+        if st.guards.exhausted(self.options.max_failed_rounds) {
+            return Flow::Stop(
+                StopReason::Failures,
+                st.guards.last_error().map(str::to_string),
+            );
+        }
+        Flow::Continue
+    }
+
+    /// The final answer: checked by the model itself when `--self-check` asks for it (and
+    /// this is not the last round), else the end of the task.
+    fn final_answer(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        (messages, task, round, last_round): (&[Message], &str, usize, bool),
+        step: ParsedStep,
+        mut done: Done,
+    ) -> Result<Flow, AgentError> {
+        let answer = step
+            .args
+            .get("answer")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if let (Some(threshold), false) = (self.options.self_check, last_round) {
+            let score = self.self_check(messages, &done.text, task)?;
+            let accepted = score >= threshold;
+            self.emit(
+                run.start,
+                EventKind::SelfCheck {
+                    round,
+                    done: score,
+                    accepted,
+                },
+            );
+            if !accepted {
+                let observation = format!(
+                    "A check rated this answer {score:.2} of 1 for completing the task (it needs {threshold:.2}). \
+                     Keep working on what is missing, then give a complete final_answer."
+                );
+                self.end_step(
+                    run,
+                    &mut done.record,
+                    "self_check",
+                    &observation,
+                    done.started,
+                );
+                st.texts.push(RoundText {
+                    step: done.text,
+                    observation,
+                });
+                return Ok(Flow::Continue);
+            }
+        }
+        if answer.chars().count() as u64 >= ANSWER_MAX_CHARS {
+            self.warn(
+                run,
+                format!("the answer reached the step's limit of {ANSWER_MAX_CHARS} characters and may be cut short"),
+            );
+        }
+        self.end_step(run, &mut done.record, "answer", &answer, done.started);
+        run.result.answer = answer;
+        let reason = if last_round && self.options.max_rounds > 1 {
+            StopReason::MaxRounds
+        } else {
+            StopReason::FinalAnswer
+        };
+        Ok(Flow::Stop(reason, None))
+    }
+
+    /// A tool call: run (or answered from its first result when repeated), counted by the
+    /// guards, recorded, and shown to the model as the next observation.
+    fn tool_step(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        round: usize,
+        step: ParsedStep,
+        mut done: Done,
+    ) -> Flow {
+        let call_start = Instant::now();
+        let mut call = self.call_or_repeat(run, st, round, &step);
+        run.result.tool_calls.push(ToolCall {
+            round,
+            tool: step.action.clone(),
+            args: step.args.clone(),
+            ok: call.ok,
+            valid: call.valid,
+            error: call.error.clone(),
+            error_class: call.class,
+            cached: call.cached,
+            attempts: call.attempts,
+        });
+        if call.ok {
+            st.guards.succeeded(&step.action, call.cached);
+        } else if let Some(n) = st.guards.failed(
+            &step.action,
+            call.class,
+            call.cached,
+            call.error.clone(),
+            self.options.circuit_threshold,
+        ) {
+            run.result.circuits_opened.push(step.action.clone());
+            self.emit(
+                run.start,
+                EventKind::CircuitOpen {
+                    round,
+                    tool: step.action.clone(),
+                    failures: n,
+                },
+            );
+            call.note = Some(format!(
+                "[the tool {} failed {n} times in a row and is turned off for the rest of this task]",
+                step.action
+            ));
+        }
+        self.record_call(run, round, &step, &call, call_start, &mut done);
+        if call.class == Some(ErrorClass::Fatal) {
+            return Flow::Stop(StopReason::Fatal, call.error);
+        }
+        if call.ok {
+            if let Some(re) = &self.options.stop_when {
+                if re.is_match(&call.observation) {
+                    run.result.answer = call.observation.trim().to_string();
+                    return Flow::Stop(StopReason::StopWhen, None);
+                }
+            }
+        }
+        let mut shown = if call.ok {
+            super::prompt::observation_text(&step.action, &call.observation)
+        } else {
+            super::prompt::error_text(&step.action, &call.observation)
+        };
+        if let Some(n) = &call.note {
+            shown = format!("{shown}\n{n}");
+        }
+        st.texts.push(RoundText {
+            step: done.text,
+            observation: shown,
+        });
+        if st.guards.exhausted(self.options.max_failed_rounds) {
+            return Flow::Stop(
+                StopReason::Failures,
+                st.guards.last_error().map(str::to_string),
+            );
+        }
+        Flow::Continue
+    }
+
+    /// Runs the step's call with retries, or, for a call already made word for word, answers
+    /// with its first result and a note that turns the tool off (the dead-loop rule).
+    fn call_or_repeat(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        round: usize,
+        step: &ParsedStep,
+    ) -> CallOutcome {
+        let key = format!("{} {}", step.action, canonical_json(&step.args));
+        if let Some(seen) = st.guards.repeat(&key, &step.action) {
+            run.result.dead_loops += 1;
+            self.emit(
+                run.start,
+                EventKind::DeadLoop {
+                    round,
+                    tool: step.action.clone(),
+                    times: seen.times,
+                },
+            );
+            // Shown after the result's data block, so it is never read as part of the data.
+            let note = if seen.failed {
+                format!("[note: you already called {0} with these same arguments and it failed the same way; {0} is turned off for the rest of this task. Use another tool, or give the final_answer with what you know.]", step.action)
+            } else {
+                format!("[note: you already called {0} with these same arguments; this is the same result as before. {0} is turned off for the rest of this task: use this result, try another tool, or give the final_answer.]", step.action)
+            };
+            return CallOutcome {
+                ok: !seen.failed,
+                class: seen.failed.then_some(ErrorClass::InvalidInput),
+                error: seen.error,
+                valid: seen.valid,
+                observation: seen.observation,
+                attempts: 0,
+                cached: true,
+                note: Some(note),
+            };
+        }
+        let (r, attempts) = self.call_with_retries(run, round, &step.action, &step.args);
+        let call = match r {
+            Ok(o) => CallOutcome {
+                ok: true,
+                class: None,
+                error: None,
+                valid: true,
+                observation: o.text,
+                attempts,
+                cached: false,
+                note: None,
+            },
+            Err(e) => CallOutcome {
+                ok: false,
+                class: Some(e.class),
+                valid: !e.arguments_rejected,
+                observation: e.to_observation_text(),
+                error: Some(e.message),
+                attempts,
+                cached: false,
+                note: None,
+            },
+        };
+        let seen = Seen {
+            times: 1,
+            observation: call.observation.clone(),
+            failed: !call.ok,
+            valid: call.valid,
+            error: call.error.clone(),
+        };
+        st.guards.remember(key, seen, call.class);
+        call
+    }
+
+    /// The trace event and the memory record of a call (with the loop's note kept with the
+    /// result), and the newest good result for the facts learned.
+    fn record_call(
+        &mut self,
+        run: &mut TaskRun,
+        round: usize,
+        step: &ParsedStep,
+        call: &CallOutcome,
+        call_start: Instant,
+        done: &mut Done,
+    ) {
+        let recorded = match &call.note {
+            Some(n) => format!("{}\n{n}", call.observation),
+            None => call.observation.clone(),
+        };
+        self.emit(
+            run.start,
+            EventKind::ToolResult {
+                round,
+                tool: step.action.clone(),
+                args: step.args.clone(),
+                ok: call.ok,
+                error_class: call.class.map(|c| c.as_str().to_string()),
+                observation: recorded.clone(),
+                ms: call_start.elapsed().as_secs_f64() * 1000.0,
+                cached: call.cached,
+            },
+        );
+        let outcome = match (call.ok, call.cached) {
+            (true, false) => "ok",
+            (_, true) => "repeat",
+            (false, false) => "error",
+        };
+        done.record.error_class = call.class.map(|c| c.as_str().to_string());
+        let step_id = self.end_step(run, &mut done.record, outcome, &recorded, done.started);
+        if call.ok && !call.cached {
+            run.last_ok = Some((call.observation.clone(), step_id));
+        }
     }
 
     /// Runs a tool, retrying transient errors with exponential backoff; returns the outcome and
@@ -653,12 +818,7 @@ impl<P: Policy> Agent<P> {
             let r = self.tools.call_value(tool, args);
             match r {
                 Err(e) if e.class == ErrorClass::Transient && attempt < attempts => {
-                    // Checked: a huge base or attempt count must not overflow (a panic).
-                    let wait = self
-                        .options
-                        .retry_base
-                        .checked_mul(2u32.saturating_pow(attempt as u32 - 1))
-                        .unwrap_or(Duration::MAX);
+                    let wait = backoff(self.options.retry_base, attempt);
                     let ends_after =
                         |d: Instant| Instant::now().checked_add(wait).is_none_or(|t| t >= d);
                     if run.deadline.is_some_and(ends_after) {

@@ -12,7 +12,6 @@
 
 pub mod functions;
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -21,9 +20,9 @@ use serde_json::{json, Value};
 pub use functions::{parse_functions, Function, FunctionError};
 
 use crate::constrain::{Constraint, ConstraintCompiler, ConstraintError, ConstraintSpec};
-use crate::model::generate::{generate_constrained, GenerateError, GenerateOptions, StopReason};
+use crate::decode::generate::{GenerateError, StopReason};
+use crate::decode::Decoder;
 use crate::model::sampling::SamplingParams;
-use crate::model::session::Session;
 use crate::model::template::Message;
 use crate::model::LoadedModel;
 
@@ -213,46 +212,82 @@ fn listing(functions: &[Function]) -> String {
     s
 }
 
+/// The parameter and keyword that make `parameters` fail to compile: each parameter is
+/// compiled alone, then without one keyword at a time.
+fn locate_fault(compiler: &ConstraintCompiler, parameters: &Value) -> Option<(String, String)> {
+    let compiles = |schema: &Value| {
+        compiler
+            .compile(&ConstraintSpec::JsonSchema(schema.clone()), "probe")
+            .is_ok()
+    };
+    let props = parameters.get("properties")?.as_object()?;
+    for (name, schema) in props {
+        let wrap = |s: &Value| json!({"type": "object", "properties": {name.as_str(): s}});
+        if compiles(&wrap(schema)) {
+            continue;
+        }
+        let obj = schema.as_object()?;
+        for key in obj.keys() {
+            let mut without = obj.clone();
+            without.remove(key);
+            if compiles(&wrap(&Value::Object(without))) {
+                return Some((name.clone(), key.clone()));
+            }
+        }
+        return Some((name.clone(), "(several)".into()));
+    }
+    None
+}
+
+/// The function whose definition makes the grammar fail to compile, found by compiling each
+/// alone, as an error that names it (and the parameter and keyword at fault when they can be
+/// found); `None` when each compiles alone.
+fn find_fault(compiler: &ConstraintCompiler, functions: &[Function]) -> Option<CallError> {
+    for f in functions {
+        let alone = ConstraintSpec::JsonSchema(call_branch(f));
+        if let Err(e) = compiler.compile(&alone, &f.name) {
+            let message = match e {
+                ConstraintError::Schema { message, .. } => message,
+                other => other.to_string(),
+            };
+            let place = locate_fault(compiler, &f.parameters)
+                .map(|(p, k)| format!("parameter `{p}`, keyword `{k}`: "))
+                .unwrap_or_default();
+            return Some(CallError::Schema {
+                function: f.name.clone(),
+                message: format!("{place}{message}"),
+            });
+        }
+    }
+    None
+}
+
 /// Answers questions over function definitions with one model and one KV cache.
 pub struct FunctionCaller {
-    lm: LoadedModel,
-    session: Session,
-    compiler: ConstraintCompiler,
-    constraints: HashMap<String, Constraint>,
-    sampling: SamplingParams,
-    reuse: bool,
-    calls: u64,
+    decoder: Decoder,
 }
 
 impl FunctionCaller {
     /// A caller on `lm`; builds the constraint engine's token trie once.
     pub fn new(lm: LoadedModel, sampling: SamplingParams) -> Result<Self, CallError> {
-        let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
-        let session = lm.session();
         Ok(FunctionCaller {
-            lm,
-            session,
-            compiler,
-            constraints: HashMap::new(),
-            sampling,
-            reuse: true,
-            calls: 0,
+            decoder: Decoder::new(lm, sampling)?,
         })
     }
 
     /// Turns prefix reuse between questions on or off (off: every prompt is prefilled whole).
     pub fn set_prefix_reuse(&mut self, reuse: bool) {
-        self.reuse = reuse;
+        self.decoder.set_prefix_reuse(reuse);
     }
 
     /// The loaded model.
     pub fn model(&self) -> &LoadedModel {
-        &self.lm
+        self.decoder.model()
     }
 
     /// Whether the model's chat template shows tools itself.
     pub fn template_takes_tools(&self) -> bool {
-        self.lm.template.supports_tools()
+        self.decoder.model().template.supports_tools()
     }
 
     /// Compiles (once per schema) the constraint for `functions`; a definition that cannot be
@@ -263,68 +298,17 @@ impl FunctionCaller {
         opts: &CallOptions,
     ) -> Result<Constraint, CallError> {
         let grammar = call_grammar(functions, opts);
-        if let Some(c) = self.constraints.get(&grammar) {
-            return Ok(c.clone());
-        }
-        let c = match self.compiler.compile(
-            &ConstraintSpec::Lark(grammar.clone()),
-            "function definitions",
-        ) {
-            Ok(c) => c,
-            Err(e) => {
-                // Find the function at fault by compiling each alone.
-                for f in functions {
-                    let alone = ConstraintSpec::JsonSchema(call_branch(f));
-                    if let Err(e) = self.compiler.compile(&alone, &f.name) {
-                        let message = match e {
-                            ConstraintError::Schema { message, .. } => message,
-                            other => other.to_string(),
-                        };
-                        let place = self
-                            .locate_fault(&f.parameters)
-                            .map(|(p, k)| format!("parameter `{p}`, keyword `{k}`: "))
-                            .unwrap_or_default();
-                        return Err(CallError::Schema {
-                            function: f.name.clone(),
-                            message: format!("{place}{message}"),
-                        });
-                    }
-                }
-                return Err(e.into());
-            }
-        };
-        if self.constraints.len() >= 64 {
-            self.constraints.clear();
-        }
-        self.constraints.insert(grammar, c.clone());
-        Ok(c)
-    }
-
-    /// The parameter and keyword that make `parameters` fail to compile: each parameter is
-    /// compiled alone, then without one keyword at a time.
-    fn locate_fault(&self, parameters: &Value) -> Option<(String, String)> {
-        let compiles = |schema: &Value| {
-            self.compiler
-                .compile(&ConstraintSpec::JsonSchema(schema.clone()), "probe")
-                .is_ok()
-        };
-        let props = parameters.get("properties")?.as_object()?;
-        for (name, schema) in props {
-            let wrap = |s: &Value| json!({"type": "object", "properties": {name.as_str(): s}});
-            if compiles(&wrap(schema)) {
-                continue;
-            }
-            let obj = schema.as_object()?;
-            for key in obj.keys() {
-                let mut without = obj.clone();
-                without.remove(key);
-                if compiles(&wrap(&Value::Object(without))) {
-                    return Some((name.clone(), key.clone()));
-                }
-            }
-            return Some((name.clone(), "(several)".into()));
-        }
-        None
+        self.decoder.constraint(&grammar, |compiler| {
+            compiler
+                .compile(
+                    &ConstraintSpec::Lark(grammar.clone()),
+                    "function definitions",
+                )
+                .map_err(|e| match find_fault(compiler, functions) {
+                    Some(named) => named,
+                    None => e.into(),
+                })
+        })
     }
 
     /// The prompt for `question`.
@@ -334,7 +318,7 @@ impl FunctionCaller {
         functions: &[Function],
         opts: &CallOptions,
     ) -> Result<String, CallError> {
-        let t = &self.lm.template;
+        let t = &self.decoder.model().template;
         let text = if t.supports_tools() {
             let tools: Vec<Value> = functions.iter().map(Function::to_openai).collect();
             // The template itself says how to call; only a parallel call needs a word more.
@@ -369,29 +353,14 @@ impl FunctionCaller {
         let mut constraint = self.constraint(functions, opts)?;
         let prompt = self.prompt(question, functions, opts)?;
         let ids = self
-            .lm
+            .decoder
+            .model()
             .tokenizer
             .encode(&prompt)
             .map_err(|e| CallError::Generate(e.into()))?;
-        if !self.reuse {
-            self.session.clear();
-        }
-        let gen = GenerateOptions {
-            max_tokens: opts.max_tokens,
-            sampling: SamplingParams {
-                seed: self.sampling.seed.wrapping_add(self.calls),
-                ..self.sampling
-            },
-        };
-        self.calls += 1;
-        let g = generate_constrained(
-            &mut self.session,
-            &self.lm.tokenizer,
-            &ids,
-            &gen,
-            Some(&mut constraint),
-            &mut |_| Ok(()),
-        )?;
+        let g = self
+            .decoder
+            .generate(&ids, opts.max_tokens, Some(&mut constraint))?;
         let is_call = matches!(g.text.trim_start().chars().next(), Some('{' | '['));
         if g.incomplete && is_call {
             let chars: Vec<char> = g.text.chars().collect();

@@ -7,13 +7,10 @@
 //!   Lark syntax — into a [`Constraint`], and reports a bad schema or grammar *before* any
 //!   decoding, naming the offending keyword or line. There is no fallback to free decoding.
 //! - [`Constraint`] is one generation's parser state. The decode loop in
-//!   [`crate::model::generate`] asks it to mask the logits ([`Constraint::mask_logits`]),
+//!   [`crate::decode::generate`] asks it to mask the logits ([`Constraint::mask_logits`]),
 //!   samples, [`Constraint::consume`]s the token, then takes the tokens the grammar forces
 //!   ([`Constraint::forced_tokens`]) and feeds them to the model in one batched forward.
-//! - [`agent_step`] builds the agent's step schema (`{"thought", "action", "args"}`) from the
-//!   tools allowed in a round.
 
-pub mod agent_step;
 pub mod keywords;
 pub mod trie;
 

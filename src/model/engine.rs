@@ -13,7 +13,38 @@ use super::forward::{Forward, State};
 use super::gguf::GgufFile;
 use super::hparams::HParams;
 use super::kv_cache::KvPositions;
-pub use crate::config::Engine;
+/// Which implementation of the forward pass runs the model (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// cairn's own CPU engine (`crate::model::cpu`).
+    #[default]
+    Native,
+    /// The candle engine (`crate::model::candle`), on candle's tensors and quantized kernels.
+    Candle,
+}
+
+impl Engine {
+    /// `native` or `candle`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Native => "native",
+            Engine::Candle => "candle",
+        }
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "native" => Ok(Engine::Native),
+            "candle" => Ok(Engine::Candle),
+            _ => Err(format!(
+                "unknown engine `{s}`: expected `native` or `candle`"
+            )),
+        }
+    }
+}
 
 /// Options for loading weights.
 #[derive(Debug, Clone)]

@@ -14,23 +14,20 @@
 //! - [`engine`]: [`Model`], a loaded model on its engine, and a session's engine state.
 //! - [`session`]: a [`Session`] holds the tokens in the KV cache and feeds only what is new.
 //! - [`sampling`]: greedy and temperature/top-k/top-p sampling.
-//! - [`generate`]: the decode loop with streaming output and stop conditions.
-//! - [`bench`]: prefill/decode throughput measurements behind `cairn bench`.
 //! - [`fetch`]: model presets, the cache, and fetching with checksum verification.
 //!
 //! Dependencies point one way: `error` ← `gguf` ← `hparams` ← `arch`, `weights`; `cpu` and
 //! `candle` depend on those and on `forward`/`kv_cache`, never on each other; `engine` picks
-//! one of them; `session` ← `generate` ← `bench`.
+//! one of them; `session` feeds it. Decoding (sampling under a constraint, streaming, the
+//! benchmarks) is the layer above, in [`crate::decode`]: nothing here knows of constraints.
 
 pub mod arch;
-pub mod bench;
 pub mod candle;
 pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod fetch;
 pub mod forward;
-pub mod generate;
 pub mod gguf;
 pub mod hparams;
 pub mod kv_cache;

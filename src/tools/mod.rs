@@ -33,8 +33,6 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::Config;
-
 /// What a tool returns to the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Observation {
@@ -106,6 +104,10 @@ pub struct ToolError {
     /// How to fix the input, when there is something useful to say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// Whether the registry refused the arguments before the tool ran (they do not match the
+    /// tool's schema), as opposed to an error of the tool itself.
+    #[serde(skip)]
+    pub arguments_rejected: bool,
 }
 
 impl ToolError {
@@ -115,6 +117,7 @@ impl ToolError {
             class: ErrorClass::Transient,
             message: message.into(),
             hint: None,
+            arguments_rejected: false,
         }
     }
 
@@ -124,6 +127,7 @@ impl ToolError {
             class: ErrorClass::InvalidInput,
             message: message.into(),
             hint: None,
+            arguments_rejected: false,
         }
     }
 
@@ -133,6 +137,7 @@ impl ToolError {
             class: ErrorClass::Timeout,
             message: message.into(),
             hint: None,
+            arguments_rejected: false,
         }
     }
 
@@ -142,6 +147,7 @@ impl ToolError {
             class: ErrorClass::Fatal,
             message: message.into(),
             hint: None,
+            arguments_rejected: false,
         }
     }
 
@@ -208,6 +214,22 @@ pub struct ToolInfo {
     pub args_schema: Value,
 }
 
+/// Where the built-in tools and the manifest tools come from (the CLI fills it from its
+/// settings): the database, the index, the memory file with its decay, and the manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSources {
+    /// The sql tool's database (`--db`); none leaves the tool out.
+    pub db: Option<std::path::PathBuf>,
+    /// The search index; the search tool is there when the file exists.
+    pub index: std::path::PathBuf,
+    /// The memory file; `recall` is there when the file exists.
+    pub memory: std::path::PathBuf,
+    /// Per-hour decay of a fact's recall score.
+    pub memory_decay: f64,
+    /// The `--tools` manifest.
+    pub tools: Option<std::path::PathBuf>,
+}
+
 /// The tools available to one agent, by name, and the one way to call them.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
@@ -260,14 +282,17 @@ impl ToolRegistry {
         }
     }
 
-    /// The registry the agent gets from `config`: `calculator` always; `sql` when `--db` is
+    /// The registry the agent gets from `sources`: `calculator` always; `sql` when `--db` is
     /// set; `search` when the index file exists; `recall` when the memory file exists (over
     /// every session's facts: the agent loop re-registers it bound to its session); every tool
     /// of the `--tools` manifest, its timeout capped at the registry's (so the program is
     /// killed when the call ends). A built-in that cannot be set up is left out and remembered
     /// with its reason (see [`ToolRegistry::unavailable`]); a broken manifest is an error (a
     /// manifest tool named like a built-in is one, whether or not the built-in is available).
-    pub fn from_config(config: &Config, options: RegistryOptions) -> Result<Self, RegistryError> {
+    pub fn from_sources(
+        config: &ToolSources,
+        options: RegistryOptions,
+    ) -> Result<Self, RegistryError> {
         let mut reg = ToolRegistry::new(options);
         reg.register(Arc::new(calculator::CalculatorTool))?;
         match &config.db {
@@ -441,14 +466,16 @@ impl ToolRegistry {
         };
         if let Err(errors) = schema::validate(schema, args) {
             let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            return Err(ToolError::invalid(format!(
+            let mut e = ToolError::invalid(format!(
                 "invalid arguments for `{name}`: {}",
                 list.join("; ")
             ))
             .with_hint(format!(
                 "the arguments must match this schema: {}",
                 serde_json::to_string(schema).unwrap_or_default()
-            )));
+            ));
+            e.arguments_rejected = true;
+            return Err(e);
         }
         self.run_with_timeout(name, tool.clone(), args.clone())
     }
@@ -474,7 +501,7 @@ impl ToolRegistry {
             Ok(result) => result,
             // The thread is left to finish on its own: a tool cannot be stopped from outside,
             // so tools with their own limits (sql, manifest commands, whose timeout
-            // `from_config` caps at this one) enforce them inside.
+            // `from_sources` caps at this one) enforce them inside.
             Err(mpsc::RecvTimeoutError::Timeout) => Err(ToolError::timeout(format!(
                 "`{name}` did not finish within {:.1} s",
                 self.options.timeout.as_secs_f64()

@@ -4,10 +4,10 @@
 //! varied prompts; bad schemas and grammars fail before decoding with the keyword or line
 //! named, and the CLI exits 2.
 
-use cairn::constrain::agent_step::{step_schema, StepTool, BUILTIN_STEP_SCHEMA};
+use cairn::agent::step::{builtin_step_schema, step_schema, StepTool};
 use cairn::constrain::{ConstraintCompiler, ConstraintError, ConstraintSpec};
 use cairn::model::LoadOptions;
-use cairn::model::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
+use cairn::decode::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
 use cairn::model::sampling::SamplingParams;
 use cairn::model::template::Message;
 use cairn::model::LoadedModel;
@@ -290,7 +290,7 @@ fn a_bad_grammar_names_the_line() {
 
 #[test]
 fn the_agent_step_schema_file_compiles_and_is_a_json_schema() {
-    let schema: Value = serde_json::from_str(BUILTIN_STEP_SCHEMA).unwrap();
+    let schema: Value = builtin_step_schema();
     jsonschema::validator_for(&schema).expect("valid JSON Schema");
     let (_dir, path) = tiny_model(&TinySpec::qwen2());
     let lm = load(&path);
@@ -394,7 +394,7 @@ to the user when no tool is needed.";
 fn default_preset_writes_valid_agent_steps() {
     let lm = preset_model("qwen2.5-coder-0.5b");
     let compiler = compiler(lm);
-    let schema: Value = serde_json::from_str(BUILTIN_STEP_SCHEMA).unwrap();
+    let schema: Value = builtin_step_schema();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let spec = ConstraintSpec::JsonSchema(schema);
     let prompts = [

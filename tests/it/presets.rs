@@ -2,7 +2,7 @@
 //! greedy continuations agree on their first tokens, and the default model knows Paris.
 //! The presets are fetched once into the user's cache (see `common::preset_path`).
 
-use cairn::model::generate::{generate, GenerateOptions, StopReason};
+use cairn::decode::generate::{generate, GenerateOptions, StopReason};
 use cairn::model::sampling::SamplingParams;
 use cairn::model::template::Message;
 use cairn::model::LoadedModel;
@@ -17,7 +17,7 @@ struct Greedy {
     text: String,
 }
 
-fn greedy(lm: &LoadedModel, prompt: &str, max_tokens: usize) -> cairn::model::generate::Generation {
+fn greedy(lm: &LoadedModel, prompt: &str, max_tokens: usize) -> cairn::decode::generate::Generation {
     let ids = lm.tokenizer.encode(prompt).expect("encode");
     let mut session = lm.session();
     let opts = GenerateOptions {

@@ -653,15 +653,15 @@ timeout_secs = 600
 args = { type = "object" }
 "#,
     );
-    let config = cairn::config::Config {
+    let sources = cairn::tools::ToolSources {
         tools: Some(m),
         db: None,
         index: dir.path().join("no-index"),
         memory: dir.path().join("no-memory"),
-        ..cairn::config::Config::default()
+        memory_decay: 0.9,
     };
-    let reg = ToolRegistry::from_config(
-        &config,
+    let reg = ToolRegistry::from_sources(
+        &sources,
         RegistryOptions {
             timeout: Duration::from_secs(1),
             max_chars: 2000,

@@ -17,12 +17,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::generate::{generate_constrained, GenerateError, GenerateOptions};
-use super::sampling::{argmax, Rng};
-use super::template::Message;
-use super::LoadedModel;
-use crate::constrain::agent_step::BUILTIN_STEP_SCHEMA;
-use crate::constrain::{ConstraintCompiler, ConstraintSpec};
+use super::generate::GenerateError;
+use super::Decoder;
+use crate::constrain::ConstraintSpec;
+use crate::model::sampling::SamplingParams;
+use crate::model::sampling::{argmax, Rng};
+use crate::model::template::Message;
+use crate::model::LoadedModel;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -33,8 +34,10 @@ pub struct BenchOptions {
     pub gen_tokens: usize,
     /// Timed repetitions of each measurement.
     pub repetitions: usize,
-    /// Also measure constrained decoding under the agent-step schema.
-    pub constrained: bool,
+    /// Also measure constrained decoding under this schema: the agent's step schema for its
+    /// built-in tools, given by the caller (`agent::step::builtin_step_schema`), so what is
+    /// measured is what the agent decodes under.
+    pub step_schema: Option<serde_json::Value>,
     /// A llama-bench binary to measure beside cairn, interleaved run by run.
     pub llama_bench: Option<PathBuf>,
 }
@@ -45,7 +48,7 @@ impl Default for BenchOptions {
             prompt_tokens: 512,
             gen_tokens: 128,
             repetitions: 3,
-            constrained: true,
+            step_schema: None,
             llama_bench: None,
         }
     }
@@ -155,20 +158,20 @@ pub enum BenchError {
     },
 }
 
-impl From<super::error::ModelError> for BenchError {
-    fn from(e: super::error::ModelError) -> Self {
+impl From<crate::model::error::ModelError> for BenchError {
+    fn from(e: crate::model::error::ModelError) -> Self {
         BenchError::Generate(e.into())
     }
 }
 
-impl From<super::tokenizer::TokenizerError> for BenchError {
-    fn from(e: super::tokenizer::TokenizerError) -> Self {
+impl From<crate::model::tokenizer::TokenizerError> for BenchError {
+    fn from(e: crate::model::tokenizer::TokenizerError) -> Self {
         BenchError::Generate(e.into())
     }
 }
 
-impl From<super::template::TemplateError> for BenchError {
-    fn from(e: super::template::TemplateError) -> Self {
+impl From<crate::model::template::TemplateError> for BenchError {
+    fn from(e: crate::model::template::TemplateError) -> Self {
         BenchError::Generate(e.into())
     }
 }
@@ -271,14 +274,17 @@ documents; final_answer gives the answer to the user.";
 
 fn constrained_vs_free(
     lm: &LoadedModel,
+    schema: &serde_json::Value,
     opts: &BenchOptions,
     reps: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ConstrainedReport, GenerateError> {
     let t = Instant::now();
-    let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
+    // Greedy, as the agent decodes by default.
+    let mut decoder = Decoder::new(lm.clone(), SamplingParams::default())?;
     let trie_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let spec = ConstraintSpec::schema_str(BUILTIN_STEP_SCHEMA, "agent_step.schema.json")?;
+    let spec = ConstraintSpec::JsonSchema(schema.clone());
+    let key = schema.to_string();
     let chat = lm.template.render(
         &[
             Message::system(STEP_SYSTEM),
@@ -287,31 +293,19 @@ fn constrained_vs_free(
         true,
     )?;
     let ids = lm.tokenizer.encode(&chat)?;
-    let gen = GenerateOptions {
-        max_tokens: opts.gen_tokens.max(1),
-        ..GenerateOptions::default()
-    };
-    let mut session = lm.session();
+    let max_tokens = opts.gen_tokens.max(1);
     let (mut free, mut constrained, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
     let (mut masks, mut forced_times) = (Vec::new(), Vec::new());
     let (mut forced, mut total) = (0, 0);
     // One untimed run of each warms the caches.
     for r in 0..=reps {
         progress(&format!("free vs constrained decode ({r}/{reps})"));
-        session.clear();
-        let g = generate_constrained(&mut session, &lm.tokenizer, &ids, &gen, None, &mut |_| {
-            Ok(())
-        })?;
-        let mut constraint = compiler.compile(&spec, "agent_step.schema.json")?;
-        session.clear();
-        let c = generate_constrained(
-            &mut session,
-            &lm.tokenizer,
-            &ids,
-            &gen,
-            Some(&mut constraint),
-            &mut |_| Ok(()),
-        )?;
+        decoder.clear_cache();
+        let g = decoder.generate(&ids, max_tokens, None)?;
+        let mut constraint =
+            decoder.constraint(&key, |c| c.compile(&spec, "the agent's step schema"))?;
+        decoder.clear_cache();
+        let c = decoder.generate(&ids, max_tokens, Some(&mut constraint))?;
         if r == 0 {
             continue;
         }
@@ -347,7 +341,8 @@ fn constrained_vs_free(
         0.0
     };
     Ok(ConstrainedReport {
-        schema: "grammars/agent_step.schema.json".into(),
+        schema: "the agent's step schema for its built-in tools (grammars/agent_step.schema.json)"
+            .into(),
         prompt_tokens: ids.len(),
         free_tok_s,
         constrained_tok_s: Stat::of(&constrained),
@@ -470,10 +465,9 @@ pub fn run(
         ttft.push(t.elapsed().as_secs_f64() * 1000.0);
     }
 
-    let constrained = if opts.constrained {
-        Some(constrained_vs_free(lm, opts, reps, progress)?)
-    } else {
-        None
+    let constrained = match &opts.step_schema {
+        Some(schema) => Some(constrained_vs_free(lm, schema, opts, reps, progress)?),
+        None => None,
     };
 
     let prefill_tok_s = Stat::of(&prefill);

@@ -9,11 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::error::{ModelError, Result};
-use super::sampling::{Sampler, SamplingParams};
-use super::session::Session;
-use super::tokenizer::{StreamDecoder, Tokenizer};
 use crate::constrain::{Constraint, ConstraintError};
+use crate::model::error::{ModelError, Result};
+use crate::model::sampling::{Sampler, SamplingParams};
+use crate::model::session::Session;
+use crate::model::tokenizer::{StreamDecoder, Tokenizer};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -111,14 +111,14 @@ pub enum GenerateError {
     Constraint(#[from] ConstraintError),
 }
 
-impl From<super::tokenizer::TokenizerError> for GenerateError {
-    fn from(e: super::tokenizer::TokenizerError) -> Self {
+impl From<crate::model::tokenizer::TokenizerError> for GenerateError {
+    fn from(e: crate::model::tokenizer::TokenizerError) -> Self {
         GenerateError::Model(e.into())
     }
 }
 
-impl From<super::template::TemplateError> for GenerateError {
-    fn from(e: super::template::TemplateError) -> Self {
+impl From<crate::model::template::TemplateError> for GenerateError {
+    fn from(e: crate::model::template::TemplateError) -> Self {
         GenerateError::Model(e.into())
     }
 }

@@ -4,8 +4,8 @@
 //! of the list cannot be called; with an empty list only `final_answer` remains, so the step
 //! always parses and the loop always ends with an answer.
 //!
-//! `grammars/agent_step.schema.json` is this schema for the built-in tools (`sql`,
-//! `calculator`, `search`): [`BUILTIN_STEP_SCHEMA`].
+//! `grammars/agent_step.schema.json` is this schema for the built-in tools
+//! ([`builtin_step_schema`]), written out for readers and checked by a test.
 
 use serde_json::{json, Value};
 
@@ -111,10 +111,22 @@ pub fn step_schema(tools: &[StepTool]) -> Value {
     json!({"anyOf": branches})
 }
 
-/// `grammars/agent_step.schema.json`: the step schema for `sql {query}`,
-/// `calculator {expression}`, `search {query}` and `final_answer {answer}`, as text. Used by
-/// `cairn bench` and the tests, so the documented file is the one measured.
-pub const BUILTIN_STEP_SCHEMA: &str = include_str!("../../grammars/agent_step.schema.json");
+/// The step schema for every built-in tool (`calculator`, `recall`, `search`, `sql`, in the
+/// registry's order) and `final_answer`, built exactly as the loop builds it each round. `cairn
+/// bench` measures constrained decoding under it, and `grammars/agent_step.schema.json` is
+/// this value (a test rewrites the file and fails when they differ).
+pub fn builtin_step_schema() -> Value {
+    use crate::tools::{calculator, recall, schema_of, search, sql};
+    step_schema(&[
+        StepTool::new("calculator", schema_of::<calculator::CalculatorArgs>()),
+        StepTool::new("recall", schema_of::<recall::RecallArgs>()),
+        StepTool::new("search", schema_of::<search::SearchArgs>()),
+        StepTool::new("sql", schema_of::<sql::SqlArgs>()),
+    ])
+}
+
+/// Where [`builtin_step_schema`] is written for readers, relative to the repository root.
+pub const STEP_SCHEMA_FILE: &str = "grammars/agent_step.schema.json";
 
 #[cfg(test)]
 mod tests {
@@ -137,6 +149,19 @@ mod tests {
         assert_eq!(args["l"]["items"]["maxLength"], ARG_MAX_CHARS);
         let answer = &s["anyOf"][1]["properties"]["args"]["properties"]["answer"];
         assert_eq!(answer["maxLength"], ANSWER_MAX_CHARS);
+    }
+
+    /// Regression (issue 17): the file was a hand-made copy that drifted from the schema the
+    /// agent uses (no `maxLength`, no `search.top_k`, no `recall`).
+    #[test]
+    fn the_schema_file_is_the_builtin_step_schema() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(STEP_SCHEMA_FILE);
+        let want = serde_json::to_string_pretty(&builtin_step_schema()).unwrap() + "\n";
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        if have != want {
+            std::fs::write(&path, &want).unwrap();
+            panic!("{STEP_SCHEMA_FILE} differed from builtin_step_schema() and was rewritten; commit it");
+        }
     }
 
     #[test]

@@ -1,0 +1,220 @@
+//! The loop's guards for one task, kept apart from the round that consults them: the circuit
+//! breaker (a tool that failed `--circuit-after` times in a row leaves the schema), the
+//! dead-loop rule (a call repeated word for word is answered from its first result and turns
+//! its tool off), the count of failed rounds behind `--max-failures`, and the retry backoff.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use super::step::StepTool;
+use crate::tools::{ErrorClass, ToolInfo};
+
+/// The first result of a call, kept to answer a repeat of it.
+#[derive(Debug, Clone)]
+pub(super) struct Seen {
+    /// How many times the call was chosen.
+    pub times: usize,
+    /// What it returned (the result, or the error's observation text).
+    pub observation: String,
+    /// Whether it failed.
+    pub failed: bool,
+    /// Whether its arguments passed the tool's schema.
+    pub valid: bool,
+    /// The error's message, when it failed.
+    pub error: Option<String>,
+}
+
+/// What the guards know of one task so far.
+#[derive(Debug, Default)]
+pub(super) struct Guards {
+    /// Tools whose circuit is open: off for the rest of the task.
+    open: HashSet<String>,
+    /// Consecutive failures of each tool.
+    failures: HashMap<String, usize>,
+    /// Tools turned off because a call to them was repeated word for word: the model is stuck
+    /// on that call, and cannot choose it a third time.
+    benched: HashSet<String>,
+    /// Canonical call (`tool {args}`) → its first result.
+    seen: HashMap<String, Seen>,
+    /// Failed rounds in a row.
+    failed_rounds: usize,
+    /// The newest error, for the stop message.
+    last_error: Option<String>,
+}
+
+impl Guards {
+    /// The tools a step may call this round: none on the last one (only `final_answer`), else
+    /// every tool whose circuit is closed and that is not benched.
+    pub fn allowed(&self, infos: &[ToolInfo], last_round: bool) -> Vec<StepTool> {
+        if last_round {
+            return Vec::new();
+        }
+        infos
+            .iter()
+            .filter(|t| !self.open.contains(&t.name) && !self.benched.contains(&t.name))
+            .map(|t| StepTool::new(t.name.clone(), t.args_schema.clone()))
+            .collect()
+    }
+
+    /// A repeat of an earlier call (`key`, to `tool`): counts it, benches the tool and returns
+    /// the first result; `None` for a new call.
+    pub fn repeat(&mut self, key: &str, tool: &str) -> Option<Seen> {
+        let seen = self.seen.get_mut(key)?;
+        seen.times += 1;
+        let seen = seen.clone();
+        self.benched.insert(tool.to_string());
+        Some(seen)
+    }
+
+    /// Keeps a new call's result for its repeats. A transient failure is not kept: the same
+    /// call may well work next time.
+    pub fn remember(&mut self, key: String, seen: Seen, class: Option<ErrorClass>) {
+        if class != Some(ErrorClass::Transient) {
+            self.seen.insert(key, seen);
+        }
+    }
+
+    /// A call that worked: the failed-round count starts again, and so does the tool's own
+    /// (unless it was a repeat answered from the cache).
+    pub fn succeeded(&mut self, tool: &str, cached: bool) {
+        self.failed_rounds = 0;
+        if !cached {
+            self.failures.insert(tool.to_string(), 0);
+        }
+    }
+
+    /// A call that failed. A repeat is the dead-loop rule's to end, not a new failure
+    /// (counting it too would stop the task with `failures` before the model could answer); a
+    /// fatal error ends the task anyway. Returns the failure count when this one opened the
+    /// tool's circuit.
+    pub fn failed(
+        &mut self,
+        tool: &str,
+        class: Option<ErrorClass>,
+        cached: bool,
+        error: Option<String>,
+        threshold: usize,
+    ) -> Option<usize> {
+        self.last_error = error;
+        if cached {
+            return None;
+        }
+        self.failed_rounds += 1;
+        if class == Some(ErrorClass::Fatal) {
+            return None;
+        }
+        let n = self.failures.entry(tool.to_string()).or_insert(0);
+        *n += 1;
+        let n = *n;
+        (n >= threshold && self.open.insert(tool.to_string())).then_some(n)
+    }
+
+    /// A round whose step could not be used.
+    pub fn bad_step(&mut self, why: String) {
+        self.failed_rounds += 1;
+        self.last_error = Some(why);
+    }
+
+    /// Whether `max` rounds in a row have failed.
+    pub fn exhausted(&self, max: usize) -> bool {
+        self.failed_rounds >= max
+    }
+
+    /// The newest error, if any.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+}
+
+/// The wait before retry number `attempt` (1 = the first retry): `base`, doubling each time,
+/// saturating instead of overflowing.
+pub(super) fn backoff(base: Duration, attempt: usize) -> Duration {
+    let factor = 2u32.saturating_pow(u32::try_from(attempt.saturating_sub(1)).unwrap_or(u32::MAX));
+    base.checked_mul(factor).unwrap_or(Duration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn info(name: &str) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: String::new(),
+            args_schema: json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn a_circuit_opens_once_after_threshold_failures_in_a_row() {
+        let mut g = Guards::default();
+        let infos = [info("sql"), info("calculator")];
+        assert_eq!(
+            g.failed("sql", Some(ErrorClass::InvalidInput), false, None, 2),
+            None
+        );
+        g.succeeded("sql", false);
+        assert_eq!(
+            g.failed("sql", Some(ErrorClass::InvalidInput), false, None, 2),
+            None
+        );
+        assert_eq!(
+            g.failed("sql", Some(ErrorClass::InvalidInput), false, None, 2),
+            Some(2)
+        );
+        assert_eq!(
+            g.failed("sql", Some(ErrorClass::InvalidInput), false, None, 2),
+            None
+        );
+        let names: Vec<String> = g
+            .allowed(&infos, false)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["calculator"]);
+        assert!(g.allowed(&infos, true).is_empty());
+    }
+
+    #[test]
+    fn a_repeat_benches_its_tool_and_is_not_a_new_failure() {
+        let mut g = Guards::default();
+        let seen = Seen {
+            times: 1,
+            observation: "boom".into(),
+            failed: true,
+            valid: true,
+            error: Some("boom".into()),
+        };
+        g.remember("sql {}".into(), seen, Some(ErrorClass::InvalidInput));
+        assert!(g.repeat("sql {\"q\":1}", "sql").is_none());
+        let r = g.repeat("sql {}", "sql").unwrap();
+        assert_eq!(r.times, 2);
+        assert!(g.allowed(&[info("sql")], false).is_empty());
+        g.failed("sql", Some(ErrorClass::InvalidInput), true, r.error, 1);
+        assert!(!g.exhausted(1));
+        // A transient failure is not remembered: the same call may be tried again.
+        g.remember(
+            "calculator {}".into(),
+            Seen {
+                times: 1,
+                observation: String::new(),
+                failed: true,
+                valid: true,
+                error: None,
+            },
+            Some(ErrorClass::Transient),
+        );
+        assert!(g.repeat("calculator {}", "calculator").is_none());
+    }
+
+    #[test]
+    fn backoff_doubles_and_saturates() {
+        let base = Duration::from_millis(200);
+        assert_eq!(backoff(base, 1), base);
+        assert_eq!(backoff(base, 3), Duration::from_millis(800));
+        assert_eq!(backoff(Duration::MAX, 2), Duration::MAX);
+        assert_eq!(backoff(Duration::from_secs(u64::MAX / 2), 3), Duration::MAX);
+        assert!(backoff(base, usize::MAX) > Duration::from_secs(86_400 * 365));
+    }
+}

@@ -1,0 +1,146 @@
+//! The decode layer, above the model and the constraint engine: what every caller that asks
+//! the model for text uses.
+//!
+//! - [`Decoder`]: one model [`Session`] (its KV cache), the [`ConstraintCompiler`] and a cache
+//!   of compiled constraints, the sampling settings with a seed that moves on each call, and
+//!   whether the cache's prefix is reused. The agent's [`crate::agent::ModelPolicy`], function
+//!   calling ([`crate::call::FunctionCaller`]) and the naive baseline decode through one.
+//! - [`generate`]: the decode loop (mask, sample, fast-forward forced tokens, stream, stop).
+//! - [`bench`]: the throughput measurements behind `cairn bench`.
+//!
+//! The model knows nothing of constraints; this layer joins the two.
+
+pub mod bench;
+pub mod generate;
+
+use std::collections::HashMap;
+
+use crate::constrain::{Constraint, ConstraintCompiler, ConstraintError};
+use crate::model::sampling::SamplingParams;
+use crate::model::{LoadedModel, Session};
+use generate::{generate_constrained, GenerateError, GenerateOptions, Generation};
+
+/// How many compiled constraints a [`Decoder`] keeps; past that the cache starts again (the
+/// agent compiles one per set of allowed tools, so a task uses a handful).
+pub const MAX_CACHED_CONSTRAINTS: usize = 64;
+
+/// One model session with its constraint compiler and compiled constraints: the one way the
+/// agent, function calling and the baseline decode.
+pub struct Decoder {
+    lm: LoadedModel,
+    session: Session,
+    compiler: ConstraintCompiler,
+    /// Compiled constraints by key (the schema or grammar text); a clone serves each call.
+    constraints: HashMap<String, Constraint>,
+    sampling: SamplingParams,
+    reuse: bool,
+    /// Generations so far: the seed of each call is the user's seed plus this.
+    calls: u64,
+}
+
+impl Decoder {
+    /// A decoder on `lm` sampling with `sampling`; builds the constraint engine's token trie
+    /// (about half a second for a 150k vocabulary).
+    pub fn new(lm: LoadedModel, sampling: SamplingParams) -> Result<Self, ConstraintError> {
+        let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
+        Ok(Self::with_compiler(lm, compiler, sampling))
+    }
+
+    /// A decoder on `lm` sharing an already built compiler (batch jobs share one token trie).
+    pub fn with_compiler(
+        lm: LoadedModel,
+        compiler: ConstraintCompiler,
+        sampling: SamplingParams,
+    ) -> Self {
+        let session = lm.session();
+        Decoder {
+            lm,
+            session,
+            compiler,
+            constraints: HashMap::new(),
+            sampling,
+            reuse: true,
+            calls: 0,
+        }
+    }
+
+    /// The loaded model.
+    pub fn model(&self) -> &LoadedModel {
+        &self.lm
+    }
+
+    /// The constraint compiler (to share with more decoders on the same model).
+    pub fn compiler(&self) -> &ConstraintCompiler {
+        &self.compiler
+    }
+
+    /// Turns reuse of the KV cache's common prefix on or off for the following calls (off:
+    /// every prompt is prefilled whole, to measure what reuse saves).
+    pub fn set_prefix_reuse(&mut self, reuse: bool) {
+        self.reuse = reuse;
+    }
+
+    /// Empties the KV cache: the next call prefills its whole prompt.
+    pub fn clear_cache(&mut self) {
+        self.session.clear();
+    }
+
+    /// The constraint cached under `key`, or the one `compile` makes with the compiler (then
+    /// cached). A fresh clone each time: a constraint holds one generation's parser state.
+    pub fn constraint<E>(
+        &mut self,
+        key: &str,
+        compile: impl FnOnce(&ConstraintCompiler) -> Result<Constraint, E>,
+    ) -> Result<Constraint, E> {
+        if let Some(c) = self.constraints.get(key) {
+            return Ok(c.clone());
+        }
+        let c = compile(&self.compiler)?;
+        if self.constraints.len() >= MAX_CACHED_CONSTRAINTS {
+            self.constraints.clear();
+        }
+        self.constraints.insert(key.to_string(), c.clone());
+        Ok(c)
+    }
+
+    /// Generates at most `max_tokens` after the prompt `ids`, under `constraint` when given.
+    /// The KV cache keeps what it shares with `ids` (unless reuse is off), and each call
+    /// samples with its own seed, reproducible from the user's.
+    pub fn generate(
+        &mut self,
+        ids: &[u32],
+        max_tokens: usize,
+        constraint: Option<&mut Constraint>,
+    ) -> Result<Generation, GenerateError> {
+        self.generate_streaming(ids, max_tokens, constraint, &mut |_| Ok(()))
+    }
+
+    /// Like [`Decoder::generate`], handing each piece of text to `on_text` as it is decoded.
+    pub fn generate_streaming(
+        &mut self,
+        ids: &[u32],
+        max_tokens: usize,
+        constraint: Option<&mut Constraint>,
+        on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
+    ) -> Result<Generation, GenerateError> {
+        if !self.reuse {
+            self.session.clear();
+        }
+        let opts = GenerateOptions {
+            max_tokens,
+            sampling: SamplingParams {
+                seed: self.sampling.seed.wrapping_add(self.calls),
+                ..self.sampling
+            },
+        };
+        self.calls += 1;
+        generate_constrained(
+            &mut self.session,
+            &self.lm.tokenizer,
+            ids,
+            &opts,
+            constraint,
+            on_text,
+        )
+    }
+}
