@@ -59,14 +59,14 @@ pub trait TensorLoader {
     fn vector(&mut self, name: &str, len: usize) -> Result<Self::Vector>;
 }
 
-/// The weights of a model, engine-held.
+/// The weights as a [`TensorLoader`] holds them.
 pub type Loaded<L> = Weights<
     <L as TensorLoader>::Embedding,
     <L as TensorLoader>::Matrix,
     <L as TensorLoader>::Vector,
 >;
 
-/// Reads every tensor of the layout through `l`, in file-name order of the table.
+/// Reads every tensor of the layout through `l`, in the order of the table.
 pub fn load<L: TensorLoader>(hp: &HParams, l: &mut L) -> Result<Loaded<L>> {
     let (e, hd, ff) = (hp.embedding, hp.head_dim, hp.feed_forward);
     let (qw, kvw) = (hp.heads * hd, hp.kv_heads * hd);
