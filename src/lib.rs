@@ -15,11 +15,14 @@
 //! - [`config`]: every setting with its default, its `CAIRN_*` variable and its doc, in one
 //!   registry.
 //! - [`constrain`]: constrained decoding with llguidance: the token trie built from the
-//!   model's tokenizer, a [`constrain::Constraint`] from a JSON Schema or a Lark grammar, and
-//!   the agent's step schema.
+//!   model's tokenizer, a [`constrain::Constraint`] from a JSON Schema or a Lark grammar.
+//! - [`decode`]: the layer above the model and the constraint: a [`decode::Decoder`] (one
+//!   session, the constraint compiler and a cache of compiled constraints) that the agent,
+//!   function calling, the naive baseline and `generate` use; the decode loop; `bench`.
 //! - [`model`]: GGUF loading, the tokenizer and chat template read from the GGUF, the
 //!   architectures (`llama`, `qwen2`), the KV cache with prefix reuse ([`model::Session`]),
-//!   sampling, generation, the `bench` measurements, and finding/fetching model files.
+//!   engines (cairn's CPU kernels, candle for devices), sampling, and finding/fetching model
+//!   files.
 //! - [`memory`]: the SQLite memory file: sessions, turns, steps, long-term facts ranked by
 //!   FTS5 BM25 times a time decay ([`memory::MemoryStore`]).
 //! - [`tools`]: the `Tool` trait and the [`tools::ToolRegistry`] (argument validation against
@@ -38,6 +41,7 @@ pub mod call;
 pub mod cli;
 pub mod config;
 pub mod constrain;
+pub mod decode;
 pub mod eval;
 pub mod index;
 pub mod memory;

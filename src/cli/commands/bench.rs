@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::cli::printer::Printer;
 use crate::config::Config;
-use crate::model::bench::{self, BenchOptions};
+use crate::decode::bench::{self, BenchOptions};
 
 /// Flags of `cairn bench`.
 #[derive(Debug, Args)]
@@ -108,7 +108,7 @@ pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Resu
         prompt_tokens: args.prompt_tokens,
         gen_tokens: args.gen_tokens,
         repetitions: args.repetitions,
-        constrained: !args.no_constrained,
+        step_schema: (!args.no_constrained).then(crate::agent::step::builtin_step_schema),
         llama_bench: args.vs_llama_bench.clone(),
     };
     let total = opts.prompt_tokens + 1;

@@ -12,7 +12,7 @@ use clap::Args;
 use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::constrain::{Constraint, ConstraintCompiler, ConstraintSpec};
-use crate::model::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
+use crate::decode::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
 use crate::model::sampling::SamplingParams;
 use crate::model::template::Message;
 use crate::model::LoadedModel;

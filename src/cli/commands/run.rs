@@ -258,7 +258,7 @@ pub fn build_agents(
         )?;
     }
     index_docs(&mut config, printer, &args.docs, index_given)?;
-    let tools = ToolRegistry::from_config(&config, RegistryOptions::default())?;
+    let tools = ToolRegistry::from_sources(&config.tool_sources(), RegistryOptions::default())?;
     if config.db.is_some() {
         if let Some((_, why)) = tools.unavailable().find(|(n, _)| *n == "sql") {
             anyhow::bail!("--db: {why}");

@@ -57,7 +57,7 @@ pub fn run(config: &Config, printer: &Printer, args: &ToolsArgs) -> anyhow::Resu
         timeout,
         max_chars: args.max_chars,
     };
-    let registry = ToolRegistry::from_config(config, options)?;
+    let registry = ToolRegistry::from_sources(&config.tool_sources(), options)?;
     let mut out = printer.out();
     match &args.command {
         None | Some(ToolsCommand::List) => {
