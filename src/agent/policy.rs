@@ -106,11 +106,6 @@ impl ModelPolicy {
         Self::from_decoder(Decoder::with_compiler(lm, compiler, sampling))
     }
 
-    /// The constraint compiler (to share with more policies on the same model).
-    pub fn compiler(&self) -> &ConstraintCompiler {
-        self.decoder.compiler()
-    }
-
     /// Decodes the reply to `messages` without any schema, until the end of the turn or
     /// `max_tokens`: the naive baseline's way of asking for a step.
     pub fn decode_free(

@@ -5,6 +5,7 @@
 //! Each subcommand lives in its own file under [`commands`] and receives the `Config`, the
 //! [`Printer`] it writes everything through, and its own argument struct, never the raw `Cli`.
 
+pub mod app;
 pub mod commands;
 pub mod outputs;
 pub mod printer;
@@ -216,7 +217,6 @@ impl GlobalArgs {
 /// closed stdout (e.g. `| head`) ends quietly.
 pub fn run(cli: Cli) -> ExitCode {
     ignore_file_size_signal();
-    let index_given = commands::run::index_given(cli.global.index.as_deref());
     let config = cli.global.to_config();
     // Settings that do not validate still get their error shown.
     let printer = match &config {
@@ -228,10 +228,10 @@ pub fn run(cli: Cli) -> ExitCode {
         init_runtime(config.threads, config.isa);
         let config = &config;
         match cli.command {
-            Command::Run(args) => commands::run::run(config, out, &args, index_given),
-            Command::Chat(args) => commands::chat::run(config, out, &args, index_given),
-            Command::Batch(args) => commands::batch::run(config, out, &args, index_given),
-            Command::Eval(args) => commands::batch::eval(config, out, &args, index_given),
+            Command::Run(args) => commands::run::run(config, out, &args),
+            Command::Chat(args) => commands::chat::run(config, out, &args),
+            Command::Batch(args) => commands::batch::run(config, out, &args),
+            Command::Eval(args) => commands::batch::eval(config, out, &args),
             Command::Call(args) => commands::call::run(config, out, &args),
             Command::Generate(args) => commands::generate::run(config, out, &args),
             Command::Bench(args) => commands::bench::run(config, out, &args),

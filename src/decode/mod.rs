@@ -29,7 +29,8 @@ pub const MAX_CACHED_CONSTRAINTS: usize = 64;
 pub struct Decoder {
     lm: LoadedModel,
     session: Session,
-    compiler: ConstraintCompiler,
+    /// Built on the first constrained call when the decoder was made without one.
+    compiler: Option<ConstraintCompiler>,
     /// Compiled constraints by key (the schema or grammar text); a clone serves each call.
     constraints: HashMap<String, Constraint>,
     sampling: SamplingParams,
@@ -46,10 +47,24 @@ impl Decoder {
         Ok(Self::with_compiler(lm, compiler, sampling))
     }
 
+    /// A decoder on `lm` whose token trie is built only if a constraint is ever asked for (free
+    /// generation does not pay for it).
+    pub fn lazy(lm: LoadedModel, sampling: SamplingParams) -> Self {
+        Self::with_compiler_opt(lm, None, sampling)
+    }
+
     /// A decoder on `lm` sharing an already built compiler (batch jobs share one token trie).
     pub fn with_compiler(
         lm: LoadedModel,
         compiler: ConstraintCompiler,
+        sampling: SamplingParams,
+    ) -> Self {
+        Self::with_compiler_opt(lm, Some(compiler), sampling)
+    }
+
+    fn with_compiler_opt(
+        lm: LoadedModel,
+        compiler: Option<ConstraintCompiler>,
         sampling: SamplingParams,
     ) -> Self {
         let session = lm.session();
@@ -69,11 +84,6 @@ impl Decoder {
         &self.lm
     }
 
-    /// The constraint compiler (to share with more decoders on the same model).
-    pub fn compiler(&self) -> &ConstraintCompiler {
-        &self.compiler
-    }
-
     /// Turns reuse of the KV cache's common prefix on or off for the following calls (off:
     /// every prompt is prefilled whole, to measure what reuse saves).
     pub fn set_prefix_reuse(&mut self, reuse: bool) {
@@ -86,8 +96,9 @@ impl Decoder {
     }
 
     /// The constraint cached under `key`, or the one `compile` makes with the compiler (then
-    /// cached). A fresh clone each time: a constraint holds one generation's parser state.
-    pub fn constraint<E>(
+    /// cached; the compiler is built first if this decoder has none yet). A fresh clone each
+    /// time: a constraint holds one generation's parser state.
+    pub fn constraint<E: From<ConstraintError>>(
         &mut self,
         key: &str,
         compile: impl FnOnce(&ConstraintCompiler) -> Result<Constraint, E>,
@@ -95,7 +106,13 @@ impl Decoder {
         if let Some(c) = self.constraints.get(key) {
             return Ok(c.clone());
         }
-        let c = compile(&self.compiler)?;
+        let compiler = match self.compiler.take() {
+            Some(c) => c,
+            None => ConstraintCompiler::new(&self.lm.tokenizer, self.lm.model.config.vocab)?,
+        };
+        let c = compile(&compiler);
+        self.compiler = Some(compiler);
+        let c = c?;
         if self.constraints.len() >= MAX_CACHED_CONSTRAINTS {
             self.constraints.clear();
         }

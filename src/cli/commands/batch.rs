@@ -10,7 +10,8 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 
-use super::run::{build_agents, AgentArgs};
+use super::run::AgentArgs;
+use crate::cli::app::build_agents;
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::cli::printer::Printer;
 use crate::config::{check_threads, Config, Verbosity};
@@ -129,12 +130,7 @@ fn default_out(input: &std::path::Path) -> PathBuf {
 }
 
 /// Runs `cairn batch`.
-pub fn run(
-    config: &Config,
-    printer: &Printer,
-    args: &BatchArgs,
-    index_given: bool,
-) -> anyhow::Result<ExitCode> {
+pub fn run(config: &Config, printer: &Printer, args: &BatchArgs) -> anyhow::Result<ExitCode> {
     check_threads("--jobs", args.jobs).map_err(anyhow::Error::msg)?;
     let (tasks, bad) = read_tasks(&args.input)
         .with_context(|| format!("cannot read the tasks {}", args.input.display()))?;
@@ -187,15 +183,7 @@ pub fn run(
     if todo > 0 {
         let memory = (!args.agent.no_memory).then(|| config.memory.clone());
         let jobs = args.jobs.min(groups.len()).max(1);
-        let agents = build_agents(
-            config,
-            printer,
-            &args.agent,
-            index_given,
-            jobs,
-            memory.as_deref(),
-            false,
-        )?;
+        let agents = build_agents(config, printer, &args.agent, jobs, memory.as_deref(), false)?;
         let mut out = OutputFile::append(&out_path)
             .with_context(|| format!("cannot write {}", out_path.display()))?;
         let mut progress = Progress::new(printer, todo, "batch");
@@ -253,7 +241,6 @@ fn run_loop(
     config: &Config,
     printer: &Printer,
     args: &EvalArgs,
-    index_given: bool,
     tasks: &[Task],
     kind: LoopKind,
 ) -> anyhow::Result<Vec<OutputLine>> {
@@ -269,15 +256,7 @@ fn run_loop(
     ));
     let groups = batch::plan(tasks, None);
     let jobs = args.jobs.min(groups.len()).max(1);
-    let agents = build_agents(
-        config,
-        printer,
-        &args.agent,
-        index_given,
-        jobs,
-        Some(&memory),
-        false,
-    )?;
+    let agents = build_agents(config, printer, &args.agent, jobs, Some(&memory), false)?;
     let mut progress = Progress::new(printer, tasks.len(), kind.as_str());
     let mut lines: Vec<Option<OutputLine>> = vec![None; tasks.len()];
     let session_of = |t: &Task| {
@@ -298,12 +277,7 @@ fn run_loop(
 }
 
 /// Runs `cairn eval`.
-pub fn eval(
-    config: &Config,
-    printer: &Printer,
-    args: &EvalArgs,
-    index_given: bool,
-) -> anyhow::Result<ExitCode> {
+pub fn eval(config: &Config, printer: &Printer, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     check_threads("--jobs", args.jobs).map_err(anyhow::Error::msg)?;
     let inputs = inputs_of(config, &[("the suite", &args.suite)]);
     for (flag, p, kind) in [
@@ -339,7 +313,7 @@ pub fn eval(
     let mut reports = Vec::new();
     let mut all_lines = Vec::new();
     for kind in kinds {
-        let lines = run_loop(config, printer, args, index_given, &tasks, kind)?;
+        let lines = run_loop(config, printer, args, &tasks, kind)?;
         let pairs: Vec<(&Task, &OutputLine)> = tasks
             .iter()
             .filter_map(|t| lines.iter().find(|l| l.id == t.id).map(|l| (t, l)))

@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::run::{build_agent, print_result, AgentArgs};
+use super::run::{print_result, AgentArgs};
+use crate::cli::app::build_agent;
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::cli::printer::Printer;
 use crate::config::Config;
@@ -100,12 +101,7 @@ impl Input {
 }
 
 /// Runs `cairn chat`.
-pub fn run(
-    config: &Config,
-    printer: &Printer,
-    args: &ChatArgs,
-    index_given: bool,
-) -> anyhow::Result<ExitCode> {
+pub fn run(config: &Config, printer: &Printer, args: &ChatArgs) -> anyhow::Result<ExitCode> {
     if args.agent.no_memory {
         anyhow::bail!(
             "cairn chat keeps its turns in memory to work at all; drop --no-memory (or use cairn run for one-off tasks)"
@@ -116,7 +112,7 @@ pub fn run(
         .session
         .clone()
         .unwrap_or_else(|| DEFAULT_SESSION.to_string());
-    let mut agent = build_agent(config, printer, &args.agent, index_given)?;
+    let mut agent = build_agent(config, printer, &args.agent)?;
     let earlier = match agent.memory() {
         Some(store) => {
             let sid = store.session(&session)?;

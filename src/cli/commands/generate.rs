@@ -11,11 +11,11 @@ use clap::Args;
 
 use crate::cli::printer::Printer;
 use crate::config::Config;
-use crate::constrain::{Constraint, ConstraintCompiler, ConstraintSpec};
-use crate::decode::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
+use crate::constrain::{Constraint, ConstraintError, ConstraintSpec};
+use crate::decode::generate::{GenerateOptions, Generation, StopReason};
+use crate::decode::Decoder;
 use crate::model::sampling::SamplingParams;
 use crate::model::template::Message;
-use crate::model::LoadedModel;
 
 /// `--max-tokens` when not given (generate, call).
 pub const DEFAULT_MAX_TOKENS: usize = 256;
@@ -99,10 +99,12 @@ pub fn run(config: &Config, printer: &Printer, args: &GenerateArgs) -> anyhow::R
         (None, None) => None,
     };
     let lm = super::load_model(config, printer, args.sampling.tokenizer.as_deref())?;
+    // The token trie is built only when a schema or grammar asks for it.
+    let mut decoder = Decoder::lazy(lm.clone(), opts.sampling);
     let mut constraint = match &spec {
         Some((spec, path)) => {
-            let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
-            Some(compiler.compile(spec, &path.display().to_string())?)
+            let origin = path.display().to_string();
+            Some(decoder.constraint::<ConstraintError>(&origin, |c| c.compile(spec, &origin))?)
         }
         None => None,
     };
@@ -118,9 +120,9 @@ pub fn run(config: &Config, printer: &Printer, args: &GenerateArgs) -> anyhow::R
     };
     let g = stream_constrained(
         printer,
-        &lm,
+        &mut decoder,
         &prompt,
-        &opts,
+        opts.max_tokens,
         constraint.as_mut(),
         !args.json,
     )?;
@@ -138,47 +140,29 @@ pub fn run(config: &Config, printer: &Printer, args: &GenerateArgs) -> anyhow::R
     Ok(ExitCode::SUCCESS)
 }
 
-/// Tokenizes `prompt`, generates, streams text to stdout when `echo`, and reports timings
-/// through `printer` at `-v`.
-pub fn stream(
-    printer: &Printer,
-    lm: &LoadedModel,
-    prompt: &str,
-    opts: &GenerateOptions,
-    echo: bool,
-) -> anyhow::Result<Generation> {
-    stream_constrained(printer, lm, prompt, opts, None, echo)
-}
-
-/// Like [`stream`], with every token allowed by `constraint` when one is given.
+/// Tokenizes `prompt`, generates with `decoder` (every token allowed by `constraint` when one
+/// is given), streams text to stdout when `echo`, and reports timings through `printer` at
+/// `-v`.
 pub fn stream_constrained(
     printer: &Printer,
-    lm: &LoadedModel,
+    decoder: &mut Decoder,
     prompt: &str,
-    opts: &GenerateOptions,
+    max_tokens: usize,
     constraint: Option<&mut Constraint>,
     echo: bool,
 ) -> anyhow::Result<Generation> {
-    let ids = lm.tokenizer.encode(prompt)?;
+    let ids = decoder.model().tokenizer.encode(prompt)?;
     if ids.is_empty() {
         anyhow::bail!("the prompt is empty: give some text to continue");
     }
-    let mut session = lm.session();
     let mut out = printer.out();
-    let g = generate_constrained(
-        &mut session,
-        &lm.tokenizer,
-        &ids,
-        opts,
-        constraint,
-        &mut |piece| {
-            if echo {
-                out.write_all(piece.as_bytes())?;
-                out.flush()?;
-            }
-            Ok(())
-        },
-    )?;
+    let g = decoder.generate_streaming(&ids, max_tokens, constraint, &mut |piece| {
+        if echo {
+            out.write_all(piece.as_bytes())?;
+            out.flush()?;
+        }
+        Ok(())
+    })?;
     if echo {
         writeln!(out)?;
     }
@@ -197,7 +181,7 @@ pub fn stream_constrained(
     } else if g.stop == StopReason::MaxTokens && !g.incomplete && echo {
         printer.info(&format!(
             "note: stopped at --max-tokens {} before the model finished",
-            opts.max_tokens
+            max_tokens
         ));
     }
     Ok(g)

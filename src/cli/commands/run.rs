@@ -1,27 +1,22 @@
 //! `cairn run TASK`: one task through the agent loop; the answer on stdout (`--json`: the
 //! result object of a batch output line), one line per round on stderr.
 //!
-//! Also home of the flags `run` and `chat` share ([`AgentArgs`]) and of building the agent
-//! from them ([`build_agent`]).
+//! Also home of the flags `run` and `chat` share ([`AgentArgs`]); the agent is built from them
+//! by [`crate::cli::app`].
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
-use sha2::Digest;
 
 use super::generate::SamplingArgs;
-use crate::agent::{Agent, AgentOptions, AgentResult, ModelPolicy, StopReason, TraceWriter};
-use crate::cli::outputs::{check_output, inputs_of, OutputKind};
+use crate::agent::{AgentOptions, AgentResult, StopReason};
+use crate::cli::app::build_agent;
 use crate::cli::printer::Printer;
-use crate::cli::report::{RoundPrinter, TraceSink};
-use crate::config::{Config, Verbosity};
-use crate::index::Index;
-use crate::memory::MemoryStore;
-use crate::tools::{escape_controls, RegistryOptions, ToolRegistry};
+use crate::config::Config;
+use crate::tools::escape_controls;
 
 /// Flags of the agent loop, shared by `run` and `chat`.
 #[derive(Debug, Clone, Args)]
@@ -138,176 +133,6 @@ pub struct RunArgs {
     pub agent: AgentArgs,
 }
 
-/// The index file for `--docs` when no `--index` (or `CAIRN_INDEX`) was given: one per set
-/// of folders, under `HOME/indexes/`, so demo folders never mix with the user's own index.
-fn docs_index_path(config: &Config, docs: &[PathBuf]) -> anyhow::Result<PathBuf> {
-    let mut canon = Vec::new();
-    for d in docs {
-        let c = d.canonicalize().with_context(|| {
-            format!(
-                "--docs {}: the folder does not exist or cannot be read",
-                d.display()
-            )
-        })?;
-        canon.push(c.to_string_lossy().into_owned());
-    }
-    canon.sort();
-    canon.dedup();
-    let digest = sha2::Sha256::digest(canon.join("\n").as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    Ok(config.home.join("indexes").join(format!("{hex}.sqlite")))
-}
-
-/// Indexes `--docs` and points the config's index at the result.
-fn index_docs(
-    config: &mut Config,
-    printer: &Printer,
-    docs: &[PathBuf],
-    index_given: bool,
-) -> anyhow::Result<()> {
-    if docs.is_empty() {
-        return Ok(());
-    }
-    if !index_given {
-        config.index = docs_index_path(config, docs)?;
-        if let Some(dir) = config.index.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the folder {}", dir.display()))?;
-        }
-    }
-    check_output(
-        "--index",
-        &config.index,
-        OutputKind::Index,
-        &inputs_of(config, &[]),
-        index_given,
-    )?;
-    let mut index = Index::open_or_create(&config.index)
-        .with_context(|| format!("cannot open the index {}", config.index.display()))?;
-    let report = index.update(docs)?;
-    printer.detail(&format!(
-        "index {}: {} files, {} chunks ({} added, {} changed, {} unchanged)",
-        config.index.display(),
-        report.files,
-        report.chunks,
-        report.added,
-        report.changed,
-        report.unchanged
-    ));
-    Ok(())
-}
-
-/// Checks what the agent needs before the (slow) model load, builds the tools, opens memory,
-/// loads the model, and returns the agent with its round printer and trace attached.
-pub fn build_agent(
-    config: &Config,
-    printer: &Printer,
-    args: &AgentArgs,
-    index_given: bool,
-) -> anyhow::Result<Agent<ModelPolicy>> {
-    let memory = (!args.no_memory).then(|| config.memory.clone());
-    let mut agents = build_agents(
-        config,
-        printer,
-        args,
-        index_given,
-        1,
-        memory.as_deref(),
-        true,
-    )?;
-    agents
-        .pop()
-        .ok_or_else(|| anyhow::anyhow!("no agent was built"))
-}
-
-/// Like [`build_agent`], `jobs` agents sharing one loaded model and one token trie, each
-/// with its own KV cache and memory connection (`memory`: the memory file, or none). Rounds
-/// are printed through `printer` when `rounds_on_stderr` (or at -v).
-pub fn build_agents(
-    config: &Config,
-    printer: &Printer,
-    args: &AgentArgs,
-    index_given: bool,
-    jobs: usize,
-    memory: Option<&Path>,
-    rounds_on_stderr: bool,
-) -> anyhow::Result<Vec<Agent<ModelPolicy>>> {
-    let options = args.options(config)?;
-    if jobs > 1 {
-        // Each job runs its own forward passes: split the threads between them instead of
-        // having every job's steps contend for one pool (measured on the smollm2 preset, 40
-        // tasks: two jobs sharing a 2-thread pool took 33.4 s, longer than one job's 28.5 s).
-        crate::model::cpu::pool::set_threads((config.threads / jobs).max(1));
-    }
-    let mut config = config.clone();
-    if let Some(db) = &config.db {
-        if !db.is_file() {
-            anyhow::bail!(
-                "the database {} does not exist; pass an existing SQLite file with --db FILE",
-                db.display()
-            );
-        }
-    }
-    if memory == Some(config.memory.as_path()) {
-        check_output(
-            "--memory",
-            &config.memory,
-            OutputKind::Memory,
-            &inputs_of(&config, &[]),
-            config.memory_named,
-        )?;
-    }
-    index_docs(&mut config, printer, &args.docs, index_given)?;
-    let tools = ToolRegistry::from_sources(&config.tool_sources(), RegistryOptions::default())?;
-    if config.db.is_some() {
-        if let Some((_, why)) = tools.unavailable().find(|(n, _)| *n == "sql") {
-            anyhow::bail!("--db: {why}");
-        }
-    }
-    let opts = args.sampling.options()?;
-    if let Some(p) = &args.trace {
-        // Fail before the model load when the trace cannot be written.
-        check_output(
-            "--trace",
-            p,
-            OutputKind::Trace,
-            &inputs_of(&config, &[]),
-            true,
-        )?;
-        TraceWriter::create(p)
-            .with_context(|| format!("cannot open the trace file {}", p.display()))?;
-    }
-    let lm = super::load_model(&config, printer, args.sampling.tokenizer.as_deref())?;
-    let first = ModelPolicy::new(lm.clone(), opts.sampling)?;
-    let compiler = first.compiler().clone();
-    let mut policies = vec![first];
-    for _ in 1..jobs.max(1) {
-        policies.push(ModelPolicy::with_compiler(
-            lm.clone(),
-            compiler.clone(),
-            opts.sampling,
-        ));
-    }
-    let mut agents = Vec::new();
-    for policy in policies {
-        let store = match memory {
-            Some(m) => Some(MemoryStore::open(m)?),
-            None => None,
-        };
-        let mut agent = Agent::new(policy, tools.clone(), store, options.clone())?;
-        if (rounds_on_stderr && printer.shows(Verbosity::Normal)) || printer.verbose() {
-            agent.add_sink(Box::new(RoundPrinter::new(printer.clone())));
-        }
-        if let Some(p) = &args.trace {
-            let t = TraceWriter::create(p)
-                .with_context(|| format!("cannot open the trace file {}", p.display()))?;
-            agent.add_sink(Box::new(TraceSink::new(t, printer.clone())));
-        }
-        agents.push(agent);
-    }
-    Ok(agents)
-}
-
 /// A new session name for a `cairn run` without `--session`: `run-` and the UTC time.
 fn fresh_session_name() -> String {
     let now = std::time::SystemTime::now()
@@ -318,24 +143,14 @@ fn fresh_session_name() -> String {
     format!("run-{t}-{}", std::process::id())
 }
 
-/// Whether `--index` or `CAIRN_INDEX` named the index file.
-pub fn index_given(global_index: Option<&Path>) -> bool {
-    global_index.is_some() || crate::config::env_nonempty("CAIRN_INDEX").is_some()
-}
-
 /// Runs `cairn run`.
-pub fn run(
-    config: &Config,
-    printer: &Printer,
-    args: &RunArgs,
-    index_given: bool,
-) -> anyhow::Result<ExitCode> {
+pub fn run(config: &Config, printer: &Printer, args: &RunArgs) -> anyhow::Result<ExitCode> {
     if args.task.trim().is_empty() {
         anyhow::bail!(
             "the task is empty: say what cairn should do, e.g. cairn run \"What is 17 * 23?\""
         );
     }
-    let mut agent = build_agent(config, printer, &args.agent, index_given)?;
+    let mut agent = build_agent(config, printer, &args.agent)?;
     let session = if args.agent.no_memory {
         None
     } else {
