@@ -291,8 +291,8 @@ pub enum AgentError {
     Script(String),
 }
 
-impl From<crate::model::gguf::ModelError> for AgentError {
-    fn from(e: crate::model::gguf::ModelError) -> Self {
+impl From<crate::model::ModelError> for AgentError {
+    fn from(e: crate::model::ModelError) -> Self {
         AgentError::Generate(e.into())
     }
 }

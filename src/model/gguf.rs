@@ -14,7 +14,7 @@ use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::Device;
 
 /// The model runtime's error type, also reachable here (where it used to live).
-pub use super::error::{ModelError, Result};
+use super::error::{ModelError, Result};
 
 /// An open GGUF file: its parsed header and a reader for tensor data.
 pub struct GgufFile {
