@@ -26,8 +26,8 @@
 //! - [`memory`]: the SQLite memory file: sessions, turns, steps, long-term facts ranked by
 //!   FTS5 BM25 times a time decay ([`memory::MemoryStore`]).
 //! - [`tools`]: the `Tool` trait and the [`tools::ToolRegistry`] (argument validation against
-//!   JSON Schema, timeouts, output truncation); the built-in `sql`, `calculator` and `search`
-//!   tools and tools declared in a TOML manifest.
+//!   JSON Schema, timeouts, output truncation, control characters escaped); the built-in
+//!   `sql`, `calculator`, `search` and `recall` tools and tools declared in a TOML manifest.
 //! - [`eval`]: batch runs (resumable, sharded, several jobs), the naive baseline loop,
 //!   answer scoring and the metrics report.
 //! - [`index`]: the FTS5 index of the user's documents that `cairn index` builds and `search`

@@ -79,8 +79,8 @@ impl ModelPolicy {
         }
     }
 
-    /// Turns prefix reuse off (every round re-prefills its whole prompt): for measuring what
-    /// reuse saves.
+    /// This policy with prefix reuse on or off (off: every round re-prefills its whole prompt,
+    /// for measuring what reuse saves).
     pub fn with_prefix_reuse(mut self, reuse: bool) -> Self {
         self.decoder.set_prefix_reuse(reuse);
         self
