@@ -214,9 +214,3 @@ impl EventSink for TraceWriter {
         }
     }
 }
-
-/// No longer a printer: the lines a round shows are printed by the CLI
-/// (`cli::report::RoundPrinter`), since nothing in `agent` prints. The name stays only for
-/// the re-export in `agent`, and goes with it.
-#[derive(Debug, Default)]
-pub struct ProgressPrinter;

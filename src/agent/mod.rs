@@ -22,7 +22,7 @@ pub mod prompt;
 mod run;
 pub mod step;
 
-pub use events::{Event, EventKind, EventSink, ProgressPrinter, TraceWriter};
+pub use events::{Event, EventKind, EventSink, TraceWriter};
 pub use policy::{scripted_tokens, Decoded, ModelPolicy, Policy, ScriptedPolicy};
 pub use run::Agent;
 
