@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::prompt::{observation_text, system_text, task_message, worked_example};
-use super::{AgentError, ModelPolicy, Policy};
 use super::step::{step_schema, StepTool};
+use super::{AgentError, ModelPolicy, Policy};
 use crate::model::template::Message;
 use crate::tools::calculator::CalculatorTool;
 use crate::tools::{RegistryOptions, ToolRegistry};

@@ -26,8 +26,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{AgentError, Policy};
 use super::step::FINAL_ANSWER;
+use super::{AgentError, Policy};
 use crate::model::template::Message;
 use crate::tools::{ToolInfo, ToolRegistry};
 

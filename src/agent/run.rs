@@ -9,11 +9,9 @@ use serde_json::{json, Value};
 use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, worked_example, RoundText, TaskContext};
+use super::step::{partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
 use super::{
     canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
-};
-use super::step::{
-    partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER,
 };
 use crate::memory::{
     extract_facts, FactScope, MemoryItem, MemoryStore, SessionId, StepId, StepRecord, TurnEnd,

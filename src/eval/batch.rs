@@ -148,9 +148,7 @@ pub fn read_done(path: &Path) -> std::io::Result<Existing> {
             Err(why) => {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
-                    format!(
-                        "line {n} is not a cairn output line ({why})"
-                    ),
+                    format!("line {n} is not a cairn output line ({why})"),
                 ))
             }
         }

@@ -11,8 +11,8 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::agent::prompt::{observation_text, system_text, task_message, worked_example};
-use crate::agent::{canonical_json, AgentResult, ModelPolicy, Policy, StopReason, ToolCall};
 use crate::agent::step::{partial_action, FINAL_ANSWER};
+use crate::agent::{canonical_json, AgentResult, ModelPolicy, Policy, StopReason, ToolCall};
 use crate::model::template::Message;
 use crate::tools::ToolRegistry;
 

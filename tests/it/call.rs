@@ -259,12 +259,9 @@ fn two_hundred_random_questions_on_tiny_models_always_give_valid_calls() {
             ..spec
         };
         let (_dir, path) = tiny_model(&spec);
-        let lm = cairn::model::LoadedModel::load(
-            &path,
-            None,
-            &cairn::model::LoadOptions::default(),
-        )
-        .unwrap();
+        let lm =
+            cairn::model::LoadedModel::load(&path, None, &cairn::model::LoadOptions::default())
+                .unwrap();
         let mut caller = FunctionCaller::new(lm, SamplingParams::default()).unwrap();
         for q in 0..100 {
             let nf = 1 + (rng.next_u64() % 3) as usize;

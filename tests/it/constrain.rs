@@ -6,10 +6,10 @@
 
 use cairn::agent::step::{builtin_step_schema, step_schema, StepTool};
 use cairn::constrain::{ConstraintCompiler, ConstraintError, ConstraintSpec};
-use cairn::model::LoadOptions;
 use cairn::decode::generate::{generate_constrained, GenerateOptions, Generation, StopReason};
 use cairn::model::sampling::SamplingParams;
 use cairn::model::template::Message;
+use cairn::model::LoadOptions;
 use cairn::model::LoadedModel;
 use predicates::prelude::*;
 use serde_json::{json, Value};

@@ -342,9 +342,8 @@ fn chat_control_tokens_in_results_cannot_end_the_tool_turn() {
     // The last prompt as the model gets it: rendered with a ChatML template and tokenized
     // by a tokenizer that has the control tokens.
     let (_guard, path) = tiny_model(&TinySpec::qwen2());
-    let lm =
-        cairn::model::LoadedModel::load(&path, None, &cairn::model::LoadOptions::default())
-            .unwrap();
+    let lm = cairn::model::LoadedModel::load(&path, None, &cairn::model::LoadOptions::default())
+        .unwrap();
     let messages = p.prompts.last().unwrap();
     let text = lm.template.render(messages, true).unwrap();
     let ids = lm.tokenizer.encode(&text).unwrap();

@@ -17,7 +17,11 @@ struct Greedy {
     text: String,
 }
 
-fn greedy(lm: &LoadedModel, prompt: &str, max_tokens: usize) -> cairn::decode::generate::Generation {
+fn greedy(
+    lm: &LoadedModel,
+    prompt: &str,
+    max_tokens: usize,
+) -> cairn::decode::generate::Generation {
     let ids = lm.tokenizer.encode(prompt).expect("encode");
     let mut session = lm.session();
     let opts = GenerateOptions {
