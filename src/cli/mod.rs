@@ -5,7 +5,6 @@
 //! Each subcommand lives in its own file under [`commands`] and receives the `Config`, the
 //! [`Printer`] it writes everything through, and its own argument struct, never the raw `Cli`.
 
-pub mod app;
 pub mod commands;
 pub mod outputs;
 pub mod printer;

@@ -10,8 +10,8 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 
+use super::agents::build_agents;
 use super::run::AgentArgs;
-use crate::cli::app::build_agents;
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::cli::printer::Printer;
 use crate::config::{check_threads, Config, Verbosity};

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::agents::build_agent;
 use super::run::{print_result, AgentArgs};
-use crate::cli::app::build_agent;
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::cli::printer::Printer;
 use crate::config::Config;

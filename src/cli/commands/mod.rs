@@ -2,6 +2,7 @@
 //! `run(&Config, &Printer, &Args) -> anyhow::Result<ExitCode>`; everything it shows goes
 //! through the [`Printer`].
 
+pub mod agents;
 pub mod batch;
 pub mod bench;
 pub mod call;

@@ -2,7 +2,7 @@
 //! result object of a batch output line), one line per round on stderr.
 //!
 //! Also home of the flags `run` and `chat` share ([`AgentArgs`]); the agent is built from them
-//! by [`crate::cli::app`].
+//! by [`super::agents`].
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::agents::build_agent;
 use super::generate::SamplingArgs;
 use crate::agent::{AgentOptions, AgentResult, StopReason};
-use crate::cli::app::build_agent;
 use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::tools::escape_controls;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use sha2::Digest;
 
+use super::run::AgentArgs;
 use crate::agent::{Agent, ModelPolicy, TraceWriter};
-use crate::cli::commands::run::AgentArgs;
 use crate::cli::outputs::{check_output, inputs_of, OutputKind};
 use crate::cli::printer::Printer;
 use crate::cli::report::{RoundPrinter, TraceSink};
@@ -144,8 +144,7 @@ pub fn build_agents(
         TraceWriter::create(p)
             .with_context(|| format!("cannot open the trace file {}", p.display()))?;
     }
-    let lm =
-        crate::cli::commands::load_model(&config, printer, args.sampling.tokenizer.as_deref())?;
+    let lm = super::load_model(&config, printer, args.sampling.tokenizer.as_deref())?;
     // One token trie for every job.
     let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
     let policies: Vec<ModelPolicy> = (0..jobs.max(1))
