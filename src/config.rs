@@ -57,7 +57,7 @@ pub const SETTINGS: &[Setting] = &[
         flag: "--engine",
         env: "CAIRN_ENGINE",
         default: "native",
-        doc: "The forward pass: native (cairn's own CPU kernels, AVX-512 VNNI / AVX2 / portable, picked at run time) or candle (the earlier one on candle's tensors, kept for comparison).",
+        doc: "The forward pass: native (cairn's own CPU kernels, AVX-512 VNNI / AVX2 / portable, picked at run time) or candle (the candle engine, written for any candle device; on the CPU the reference the native one is tested against).",
     },
     Setting {
         flag: "--memory",

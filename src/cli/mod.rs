@@ -53,7 +53,8 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub keep_quant: bool,
     /// The forward pass: `native` (cairn's own CPU kernels, the default) or `candle` (the
-    /// earlier one on candle's tensors, for comparison). [env: CAIRN_ENGINE]
+    /// candle engine; on the CPU, the reference the native one is tested against).
+    /// [env: CAIRN_ENGINE]
     #[arg(long, global = true, value_name = "ENGINE")]
     pub engine: Option<String>,
     /// The memory file (sessions, turns, steps, facts). [env: CAIRN_MEMORY]
