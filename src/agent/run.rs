@@ -534,11 +534,20 @@ impl<P: Policy> Agent<P> {
                 attempts: 0,
             });
         }
-        st.texts.push(RoundText {
-            step: text,
-            observation,
-        });
         st.guards.bad_step(why);
+        self.next_round(
+            st,
+            RoundText {
+                step: text,
+                observation,
+            },
+        )
+    }
+
+    /// Keeps a round's text for the next prompts, and stops the task when too many rounds in
+    /// a row have failed.
+    fn next_round(&self, st: &mut Rounds, text: RoundText) -> Flow {
+        st.texts.push(text);
         if st.guards.exhausted(self.options.max_failed_rounds) {
             return Flow::Stop(
                 StopReason::Failures,
@@ -677,17 +686,13 @@ impl<P: Policy> Agent<P> {
         if let Some(n) = &call.note {
             shown = format!("{shown}\n{n}");
         }
-        st.texts.push(RoundText {
-            step: done.text,
-            observation: shown,
-        });
-        if st.guards.exhausted(self.options.max_failed_rounds) {
-            return Flow::Stop(
-                StopReason::Failures,
-                st.guards.last_error().map(str::to_string),
-            );
-        }
-        Flow::Continue
+        self.next_round(
+            st,
+            RoundText {
+                step: done.text,
+                observation: shown,
+            },
+        )
     }
 
     /// Runs the step's call with retries, or, for a call already made word for word, answers
