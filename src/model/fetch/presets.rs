@@ -253,7 +253,10 @@ mod tests {
             "SmolLM2 135M Instruct, Q4_1. Tiny: 5x smaller and faster, for tests, throughput \
              benchmarks and small machines; weak at choosing tools."
         );
-        assert_eq!(preset_names(), "qwen2.5-coder-0.5b (default), smollm2-135m");
+        assert_eq!(
+            preset_names(),
+            "qwen2.5-coder-0.5b (default), smollm2-135m, qwen2.5-coder-1.5b"
+        );
     }
 
     /// A table that breaks what the code relies on is refused with a reason.
