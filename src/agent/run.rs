@@ -916,7 +916,7 @@ impl<P: Policy> Agent<P> {
             if let Err(e) = store.finish_turn(turn, &end) {
                 problems.push(format!("the end of the turn was not saved in memory: {e}"));
             }
-            if stop.answered() && !r.answer.is_empty() {
+            if r.answered() {
                 let mut facts: Vec<(String, Option<StepId>)> = extract_facts(task, &r.answer)
                     .into_iter()
                     .map(|f| (f, None))

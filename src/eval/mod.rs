@@ -59,6 +59,54 @@ pub fn read_tasks(path: &Path) -> std::io::Result<(NumberedTasks, Vec<BadLine>)>
     Ok(parse_task_bytes(&bytes))
 }
 
+/// Reads the next line of `input` (without its `\n` or `\r\n`): `None` at the end, else the
+/// line, or why it cannot be used (longer than [`MAX_LINE_BYTES`], or not UTF-8). A line over
+/// the limit is read to its end and dropped, never held: one huge line costs no memory and
+/// leaves the next line readable. For inputs read line by line (`chat`, `call --json-lines`).
+pub fn next_line(
+    input: &mut impl std::io::BufRead,
+) -> std::io::Result<Option<Result<String, String>>> {
+    let mut buf = Vec::new();
+    let mut total = 0usize;
+    let mut ended = false;
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        let (take, newline) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        if total + take <= MAX_LINE_BYTES {
+            buf.extend_from_slice(&chunk[..take]);
+        }
+        total += take;
+        input.consume(take + usize::from(newline));
+        ended = true;
+        if newline {
+            break;
+        }
+    }
+    if !ended {
+        return Ok(None);
+    }
+    if total > MAX_LINE_BYTES {
+        return Ok(Some(Err(format!(
+            "the line is {total} bytes; lines are limited to {MAX_LINE_BYTES} bytes (1 MiB)"
+        ))));
+    }
+    if buf.ends_with(b"\r") {
+        buf.pop();
+    }
+    Ok(Some(String::from_utf8(buf).map_err(|e| {
+        format!(
+            "not valid UTF-8 (bad byte at offset {} of the line)",
+            e.utf8_error().valid_up_to()
+        )
+    })))
+}
+
 /// [`read_tasks`] on text.
 pub fn parse_tasks(text: &str) -> (NumberedTasks, Vec<BadLine>) {
     parse_task_bytes(text.as_bytes())
@@ -191,6 +239,15 @@ fn cairn_loop() -> String {
 }
 
 impl OutputLine {
+    /// Whether the task ended with an answer: a stop that can carry one, and the answer there
+    /// (the line's form of [`crate::agent::AgentResult::answered`]).
+    pub fn answered(&self) -> bool {
+        matches!(
+            self.stop_reason.as_str(),
+            "final_answer" | "max_rounds" | "stop_when"
+        ) && !self.answer.trim().is_empty()
+    }
+
     /// Whether the task was in a dead loop: one call (the same tool with the same arguments,
     /// keys in any order) chosen three times or more, or the round limit reached. Counted from
     /// the calls themselves, so both loops are judged by the same rule whatever their own
@@ -474,6 +531,27 @@ pub fn report_markdown(title: &str, loops: &[LoopReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_line_drops_a_huge_line_without_holding_it_and_reads_on() {
+        let mut text = b"first\r\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 10));
+        text.extend(b"\ncaf\xe9\n\nlast");
+        let mut input = std::io::BufReader::with_capacity(4096, &text[..]);
+        let mut lines = Vec::new();
+        while let Some(l) = next_line(&mut input).unwrap() {
+            lines.push(l);
+        }
+        assert_eq!(lines[0], Ok("first".to_string()));
+        assert!(lines[1]
+            .as_ref()
+            .unwrap_err()
+            .contains("limited to 1048576 bytes"));
+        assert!(lines[2].as_ref().unwrap_err().contains("not valid UTF-8"));
+        assert_eq!(lines[3], Ok(String::new()));
+        assert_eq!(lines[4], Ok("last".to_string()));
+        assert_eq!(lines.len(), 5);
+    }
 
     fn e(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

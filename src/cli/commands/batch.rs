@@ -91,11 +91,7 @@ impl<'a> Progress<'a> {
 
     fn tick(&mut self, line: &OutputLine) {
         self.done += 1;
-        if !matches!(
-            line.stop_reason.as_str(),
-            "final_answer" | "max_rounds" | "stop_when"
-        ) || line.answer.is_empty()
-        {
+        if !line.answered() {
             self.unanswered += 1;
         }
         if !self.printer.shows(Verbosity::Normal) {

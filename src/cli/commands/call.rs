@@ -3,7 +3,7 @@
 //! `--json-lines IN.jsonl` answers many questions, one output line each, reusing the prompt
 //! prefix where the functions are the same.
 
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -124,22 +124,14 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
     let mut reader = reader;
     let mut n = 0usize;
     loop {
-        let mut raw = Vec::new();
-        if reader
-            .read_until(b'\n', &mut raw)
-            .context("cannot read the input lines")?
-            == 0
-        {
+        let Some(line) =
+            crate::eval::next_line(&mut reader).context("cannot read the input lines")?
+        else {
             break;
-        }
+        };
         n += 1;
-        // One line that is not UTF-8 is that line's error, not the end of the run.
-        let line = String::from_utf8(raw).map_err(|e| {
-            format!(
-                "line {n}: not valid UTF-8 ({}); the line is skipped",
-                e.utf8_error()
-            )
-        });
+        // A line that is not UTF-8 or too long is that line's error, not the end of the run.
+        let line = line.map_err(|why| format!("line {n}: {why}; the line is skipped"));
         if line.as_ref().is_ok_and(|l| l.trim().is_empty()) {
             continue;
         }

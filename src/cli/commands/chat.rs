@@ -4,7 +4,7 @@
 //! exit (`cairn chat --session S`). With a terminal, lines are edited with history (kept in
 //! HOME/chat_history.txt); without one (a pipe), each input line is one task.
 
-use std::io::{BufRead, IsTerminal};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -62,24 +62,18 @@ impl Input {
                 number,
                 skipped,
             } => loop {
-                let mut buf = Vec::new();
-                let n = stdin
-                    .read_until(b'\n', &mut buf)
+                let line = crate::eval::next_line(stdin)
                     .map_err(|e| anyhow::anyhow!("cannot read standard input: {e}"))?;
-                if n == 0 {
+                let Some(line) = line else {
                     return Ok(None);
-                }
+                };
                 *number += 1;
-                if buf.ends_with(b"\n") {
-                    buf.pop();
-                }
-                match String::from_utf8(buf) {
+                match line {
                     Ok(l) => return Ok(Some(l)),
                     // One bad line must not end the session: report it and go on, as batch does.
-                    Err(e) => {
+                    Err(why) => {
                         printer.error(&format!(
-                            "standard input line {number}: not valid UTF-8 ({}); the line is skipped",
-                            e.utf8_error()
+                            "standard input line {number}: {why}; the line is skipped"
                         ));
                         *skipped += 1;
                     }

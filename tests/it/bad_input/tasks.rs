@@ -138,5 +138,27 @@ pub(super) fn cases() -> Vec<Case> {
                 run(["call", "--json-lines", "q.jsonl", "--model", &m])
             },
         ),
+        // Regression: chat and call read a line of any length into memory.
+        case(
+            "chat line over 1 MiB",
+            1,
+            &["standard input line 1: the line is", "limited to", "stop:"],
+            |d| {
+                let m = tiny_agent(d);
+                let mut input = vec![b'x'; 3 << 20];
+                input.extend(b"\nWhat is 2+2?\n");
+                run([
+                    "chat",
+                    "--model",
+                    &m,
+                    "--max-rounds",
+                    "1",
+                    "--max-tokens",
+                    "16",
+                ])
+                .env("CAIRN_MEMORY", "mem.sqlite")
+                .stdin(&input)
+            },
+        ),
     ]
 }
