@@ -7,8 +7,9 @@
 //!   symbolic or hard link to the file is caught too (`--trace shop.sqlite --db shop.sqlite`
 //!   once appended JSON into the user's database);
 //! - it exists but is not a file of the kind cairn writes there (a markdown report over the
-//!   user's notes, say); memory and index files are checked by their own stores when opened,
-//!   and batch output lines by [`crate::eval::batch::read_done`];
+//!   user's notes, say), told by its first line; memory and index files are checked by their
+//!   own stores when opened, and every line of a batch output file by
+//!   [`crate::eval::batch::read_done`] when batch resumes from it;
 //! - its folder does not exist: cairn does not create folders the user named without saying
 //!   so (its own home folder and the files under it are created as needed).
 
@@ -137,9 +138,14 @@ fn not_of_kind(path: &Path, kind: OutputKind) -> anyhow::Result<Option<String>> 
     };
     Ok(match kind {
         OutputKind::Memory | OutputKind::Index => None,
-        OutputKind::Results => crate::eval::batch::read_done(path)
-            .err()
-            .map(|e| e.to_string()),
+        // The kind is told by the first line, as for the other kinds: the whole file is read
+        // once, by the batch writer that resumes from it.
+        OutputKind::Results => {
+            let line = first_line(open()?)?;
+            serde_json::from_str::<crate::eval::OutputLine>(&line)
+                .err()
+                .map(|e| format!("line 1 is not a cairn output line ({e})"))
+        }
         OutputKind::Trace => {
             let line = first_line(open()?)?;
             match serde_json::from_str::<serde_json::Value>(&line) {
