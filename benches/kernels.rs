@@ -45,6 +45,8 @@ const SHAPES: &[(&str, Stored, usize, usize)] = &[
     ("qwen.ffn_up", Stored::Q5_0, 4864, 896),
     ("qwen.ffn_down_q4k", Stored::Q4K, 896, 4864),
     ("qwen.ffn_down_q6k", Stored::Q6K, 896, 4864),
+    ("qwen1.5b.ffn_up_q4k", Stored::Q4K, 8960, 1536),
+    ("qwen1.5b.ffn_down_q6k", Stored::Q6K, 1536, 8960),
 ];
 
 fn matmuls(c: &mut Criterion) {
@@ -57,7 +59,7 @@ fn matmuls(c: &mut Criterion) {
                 continue; // prefill runs the output projection for the last token only
             }
             let mut acts = Acts::default();
-            acts.quantize(&values(n * cols, 2), n, cols);
+            acts.quantize(&values(n * cols, 2), n, cols, &[&m]);
             let mut y = vec![0f32; n * rows];
             if n == 1 {
                 group.throughput(Throughput::Bytes(m.bytes() as u64));

@@ -115,6 +115,23 @@ pub struct BenchReport {
     pub weight_bytes: usize,
     /// Tensors re-quantized to Q8_0 at load.
     pub requantized_tensors: usize,
+    /// Their stored types and counts (`Q5_1 ×24`); empty when every tensor has a kernel.
+    pub requantized_types: Vec<String>,
+    /// Bytes of the model file.
+    pub file_bytes: u64,
+    /// Bytes of weights used in place from the mapped file (not copied at load).
+    pub mapped_bytes: usize,
+    /// Bytes of weights read per decoded token (0 when the engine does not count them).
+    pub decode_bytes_per_token: usize,
+    /// Memory read bandwidth measured with the engine's threads, GB/s (0 when not measured).
+    pub bandwidth_gb_s: f64,
+    /// Median decode speed as a share of the bandwidth bound (bandwidth ÷ bytes per token).
+    pub decode_bandwidth_share: f64,
+    /// The process's peak resident memory at the end of the run, bytes (Linux), and the
+    /// KV cache's share of it.
+    pub rss_peak_bytes: Option<u64>,
+    /// Bytes of KV cache for the longest sequence measured.
+    pub kv_cache_bytes: usize,
     /// Constrained vs free decoding, when measured.
     pub constrained: Option<ConstrainedReport>,
     /// The forward pass measured (`native` or `candle`).
@@ -484,7 +501,39 @@ pub fn run(
             decode_tok_s: tg,
         }
     });
+    let report = &lm.model.report;
+    // Before the bandwidth measurement's own buffer.
+    let rss_peak_bytes = peak_rss();
+    let bandwidth = if report.decode_bytes > 0 {
+        progress("memory bandwidth");
+        crate::model::cpu::bandwidth::measure(reps.min(5))
+    } else {
+        0.0
+    };
+    let share = if bandwidth > 0.0 {
+        decode_tok_s.median * report.decode_bytes as f64 / bandwidth
+    } else {
+        0.0
+    };
+    // Keys and values, f32, of every layer, for the longest sequence run.
+    let longest = opts
+        .prompt_tokens
+        .max(opts.gen_tokens + 1)
+        .max(chat_ids.len());
+    let kv_cache_bytes = 2 * cfg.layers * cfg.kv_heads * cfg.head_dim * 4 * longest;
     Ok(BenchReport {
+        requantized_types: report
+            .requantized_types
+            .iter()
+            .map(|(t, n)| format!("{t} ×{n}"))
+            .collect(),
+        file_bytes: std::fs::metadata(&lm.path).map_or(0, |m| m.len()),
+        mapped_bytes: report.mapped_bytes,
+        decode_bytes_per_token: report.decode_bytes,
+        bandwidth_gb_s: bandwidth / 1e9,
+        decode_bandwidth_share: share,
+        rss_peak_bytes,
+        kv_cache_bytes,
         model: lm.path.display().to_string(),
         arch: cfg.arch.clone(),
         threads,
@@ -503,4 +552,12 @@ pub fn run(
         kernels: lm.model.report.kernels.to_string(),
         vs_llama_bench,
     })
+}
+
+/// The process's peak resident set (`VmHWM` of `/proc/self/status`), where Linux reports it.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }

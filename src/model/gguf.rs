@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::Device;
@@ -25,6 +26,8 @@ pub struct GgufFile {
     /// The file's size in bytes.
     pub file_size: u64,
     reader: BufReader<File>,
+    /// The whole file mapped read-only, made on first use ([`GgufFile::mapped`]).
+    map: Option<Arc<memmap2::Mmap>>,
 }
 
 const GGUF_MAGIC: &[u8; 4] = b"GGUF";
@@ -55,6 +58,7 @@ impl GgufFile {
             content,
             file_size,
             reader,
+            map: None,
         })
     }
 
@@ -179,6 +183,60 @@ impl GgufFile {
             .get(name)
             .map(|i| i.ggml_dtype)
             .ok_or_else(|| self.bad_tensor(name, "missing from the file".into()))
+    }
+
+    /// The file mapped into memory (once; later calls share the mapping) and where the data
+    /// of tensor `name` lies in it, `(offset, length)`, checking its shape when `dims` is
+    /// given. The tensor's bytes are then used in place: nothing is read or copied until a
+    /// page is touched, and the pages are the operating system's file cache, shared with
+    /// every other process that maps the same file.
+    ///
+    /// The file must not be changed while it is mapped (cairn's model cache never rewrites a
+    /// file in place: a fetch writes a new file and renames it over the old).
+    pub fn mapped(
+        &mut self,
+        name: &str,
+        dims: Option<&[usize]>,
+    ) -> Result<(Arc<memmap2::Mmap>, usize, usize)> {
+        let actual = self.tensor_dims(name)?;
+        if let Some(dims) = dims {
+            if actual != dims {
+                return Err(
+                    self.bad_tensor(name, format!("expected shape {dims:?}, found {actual:?}"))
+                );
+            }
+        }
+        let map = match &self.map {
+            Some(m) => m.clone(),
+            None => {
+                // SAFETY: the mapping is read-only, and the file is not modified while mapped
+                // (see above); `open` checked that every tensor lies inside the file.
+                let m = unsafe { memmap2::Mmap::map(self.reader.get_ref()) }.map_err(|source| {
+                    ModelError::Io {
+                        path: self.path.clone(),
+                        source,
+                    }
+                })?;
+                let m = Arc::new(m);
+                self.map = Some(m.clone());
+                m
+            }
+        };
+        let info = &self.content.tensor_infos[name];
+        // `open` checked these products and that the range ends inside the file.
+        let elems: usize = actual.iter().product();
+        let len = elems / info.ggml_dtype.block_size() * info.ggml_dtype.type_size();
+        let offset = (self.content.tensor_data_offset + info.offset) as usize;
+        if offset.checked_add(len).is_none_or(|end| end > map.len()) {
+            return Err(self.bad_tensor(
+                name,
+                format!(
+                    "its data runs past the end of the mapped file ({} bytes)",
+                    map.len()
+                ),
+            ));
+        }
+        Ok((map, offset, len))
     }
 
     /// Reads a tensor, checking its shape when `dims` is given.

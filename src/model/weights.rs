@@ -111,10 +111,28 @@ pub fn load<L: TensorLoader>(hp: &HParams, l: &mut L) -> Result<Loaded<L>> {
 }
 
 /// What loading did, counted by an engine's loader.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct LoadStats {
-    /// Tensors re-quantized to Q8_0 at load.
+    /// Tensors re-quantized at load (no kernel computes on their stored type).
     pub requantized: usize,
+    /// The stored types that were re-quantized, each with its count, in order of first use.
+    pub requantized_types: Vec<(&'static str, usize)>,
     /// Bytes of quantized weights held.
     pub weight_bytes: usize,
+    /// Of those, the bytes used in place from the mapped file (not copied).
+    pub mapped_bytes: usize,
+    /// Bytes of weights read per decoded token (every matrix, one embedding row aside); 0
+    /// when the engine does not count them.
+    pub decode_bytes: usize,
+}
+
+impl LoadStats {
+    /// Counts one tensor of stored type `dtype` re-quantized at load.
+    pub fn note_requantized(&mut self, dtype: &'static str) {
+        self.requantized += 1;
+        match self.requantized_types.iter_mut().find(|(t, _)| *t == dtype) {
+            Some((_, n)) => *n += 1,
+            None => self.requantized_types.push((dtype, 1)),
+        }
+    }
 }

@@ -153,6 +153,37 @@ pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Resu
             report.gen_tokens,
             s(&report.decode_tok_s)
         )?;
+        writeln!(
+            out,
+            "load     {:.0} ms   {} MB file, {} MB of weights used in place, {} re-quantized{}",
+            report.load_ms,
+            report.file_bytes / 1_000_000,
+            report.mapped_bytes / 1_000_000,
+            report.requantized_tensors,
+            if report.requantized_types.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", report.requantized_types.join(", "))
+            }
+        )?;
+        if report.bandwidth_gb_s > 0.0 {
+            writeln!(
+                out,
+                "memory   {:.1} GB/s read; decode reads {} MB/token: {:.0}% of the bandwidth bound",
+                report.bandwidth_gb_s,
+                report.decode_bytes_per_token / 1_000_000,
+                report.decode_bandwidth_share * 100.0
+            )?;
+        }
+        if let Some(rss) = report.rss_peak_bytes {
+            writeln!(
+                out,
+                "rss      {} MB peak ({:.2}× the file plus {} MB of KV cache)",
+                rss / 1_000_000,
+                rss as f64 / (report.file_bytes as f64 + report.kv_cache_bytes as f64).max(1.0),
+                report.kv_cache_bytes / 1_000_000
+            )?;
+        }
         if let Some(l) = &report.vs_llama_bench {
             writeln!(
                 out,

@@ -66,14 +66,16 @@ pub fn load_model(
     if printer.verbose() {
         let c = &lm.model.config;
         printer.detail(&format!(
-            "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} tensors re-quantized to Q8_0, engine {}{}) in {:.2} s",
+            "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} MB used in place from the file, {} tensors re-quantized to Q8_0{}, engine {}{}) in {:.2} s",
             path.display(),
             c.arch,
             c.layers,
             c.embedding,
             c.context,
             lm.model.report.weight_bytes / 1_000_000,
+            lm.model.report.mapped_bytes / 1_000_000,
             lm.model.report.requantized,
+            crate::model::engine::requantized_list(&lm.model.report.requantized_types),
             lm.model.report.engine.name(),
             if lm.model.report.kernels.is_empty() {
                 String::new()

@@ -31,11 +31,12 @@ impl CandleLoader<'_> {
                     name: name.to_string(),
                     reason,
                 })?;
-                self.stats.requantized += 1;
+                self.stats.note_requantized("Q5_0");
                 q5_0_to_q8_0(&t, self.device)?
             }
             GgmlDType::Q4_1 | GgmlDType::Q5_1 => {
-                self.stats.requantized += 1;
+                self.stats
+                    .note_requantized(crate::model::gguf::dtype_name(t.dtype()));
                 QTensor::quantize(&t.dequantize(self.device)?, GgmlDType::Q8_0)?
             }
             _ => t,

@@ -1,6 +1,6 @@
-//! Reading a GGUF file's tensors for the CPU engine: weight matrices in their stored format
-//! when a kernel exists for it ([`Stored`]), else re-quantized to Q8_0; norms and
-//! biases as `f32`.
+//! Reading a GGUF file's tensors for the CPU engine: weight matrices in their stored format,
+//! in place in the mapped file, when a kernel exists for it ([`Stored`]), else re-quantized
+//! to Q8_0; norms and biases as `f32`.
 
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
@@ -30,12 +30,13 @@ impl TensorLoader for HostLoader<'_> {
         self.matrix(name, dims)
     }
 
-    /// A weight matrix in its stored format when a kernel exists for it, else re-quantized to
-    /// Q8_0 (counted in the stats).
+    /// A weight matrix in its stored format when a kernel exists for it, used in place from
+    /// the mapped file; any other type is re-quantized to Q8_0 (counted and named in the
+    /// stats).
     fn matrix(&mut self, name: &str, dims: [usize; 2]) -> Result<QMatrix> {
-        let t = self.gguf.tensor(name, Some(&dims), &Device::Cpu)?;
+        let dtype = self.gguf.tensor_dtype(name)?;
         let [rows, cols] = dims;
-        let stored = match t.dtype() {
+        let stored = match dtype {
             GgmlDType::Q4_1 => Some(Stored::Q4_1),
             GgmlDType::Q5_0 => Some(Stored::Q5_0),
             GgmlDType::Q8_0 => Some(Stored::Q8_0),
@@ -43,25 +44,27 @@ impl TensorLoader for HostLoader<'_> {
             GgmlDType::Q6K => Some(Stored::Q6K),
             _ => None,
         };
+        let path = self.gguf.path.clone();
         let bad = |reason: String| ModelError::BadTensor {
-            path: self.gguf.path.clone(),
+            path: path.clone(),
             name: name.to_string(),
             reason,
         };
         let m = match stored {
             Some(stored) => {
-                let bytes = t.data()?;
-                QMatrix::from_bytes(stored, rows, cols, &bytes).map_err(bad)?
+                let (map, offset, len) = self.gguf.mapped(name, Some(&dims))?;
+                QMatrix::mapped(stored, rows, cols, map, offset, len).map_err(bad)?
             }
             None => {
                 if cols % kernels::QK != 0 {
                     return Err(bad(format!(
-                        "{:?} with {cols} columns has no native kernel and cannot be \
-                         re-quantized to Q8_0 (not a multiple of 32); use --engine candle",
-                        t.dtype()
+                        "{dtype:?} with {cols} columns has no native kernel and cannot be \
+                         re-quantized to Q8_0 (not a multiple of 32); use --engine candle"
                     )));
                 }
-                self.stats.requantized += 1;
+                let t = self.gguf.tensor(name, Some(&dims), &Device::Cpu)?;
+                self.stats
+                    .note_requantized(crate::model::gguf::dtype_name(dtype));
                 let values = t
                     .dequantize(&Device::Cpu)?
                     .flatten_all()?
@@ -72,6 +75,9 @@ impl TensorLoader for HostLoader<'_> {
             }
         };
         self.stats.weight_bytes += m.bytes();
+        if m.is_mapped() {
+            self.stats.mapped_bytes += m.bytes();
+        }
         Ok(m)
     }
 

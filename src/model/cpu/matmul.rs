@@ -1,34 +1,96 @@
 //! Quantized weight matrices and the multi-threaded matrix multiplication `y = x · Wᵀ`.
 //!
-//! [`QMatrix`] holds one GGUF weight tensor in a 32-value block format with a kernel: Q4_1,
-//! Q5_0 and Q8_0 as stored; Q4_K is rewritten as Q4_1 (the same 4-bit values, each
-//! 32-value sub-block's scale and minimum rounded to f16) and Q6_K as Q8_0 (6-bit values
-//! re-quantized to 8 bits), so that one tiled kernel per format serves every preset. [`Acts`] holds a batch of
-//! activation rows quantized once per matmul (not once per weight row). [`matmul`] runs any
-//! number of matrices that share the same input as one parallel job (Q, K and V; gate and
-//! up), so the threads meet once per group instead of once per matrix.
+//! [`QMatrix`] holds one GGUF weight tensor in a format with a kernel, as stored: the
+//! 32-value block formats Q4_1, Q5_0 and Q8_0, and the 256-value K-quants Q4_K and Q6_K. Its
+//! bytes are either owned or, when loaded from a file, the file's own pages mapped into
+//! memory ([`Bytes`]), so loading copies and converts nothing. [`Acts`] holds a batch of
+//! activation rows quantized once per matmul (not once per weight row), in the layouts the
+//! matrices' kernels need. [`matmul`] runs any number of matrices that share the same input
+//! as one parallel job (Q, K and V; gate and up), so the threads meet once per group instead
+//! of once per matrix.
 //!
 //! Work is split by weight rows: each piece of work is a run of rows of one matrix for every
 //! token. Inside it, tokens go four at a time, so each weight block is read from memory and
 //! unpacked once per four tokens during prefill; for one token (decode) the loop streams the
 //! rows once, which is what bounds decode speed.
 
-use candle_core::quantized::k_quants::{BlockQ6K, GgmlType};
+use std::sync::Arc;
 
-use super::kernels::{self, Format, Isa, Q8Row, QK};
+use super::kernels::{self, Format, Isa, KFormat, Q8KRow, Q8Row, QK, QK_K};
 
-/// Values per K-quant super-block.
-pub const QK_K: usize = 256;
+/// The bytes of a matrix: owned, or a range of a memory-mapped file.
+pub enum Bytes {
+    /// Bytes in memory (converted tensors, tests).
+    Owned(Vec<u8>),
+    /// `len` bytes at `offset` of a mapped file, used in place.
+    Mapped {
+        /// The whole file's mapping, shared by every matrix read from it.
+        map: Arc<memmap2::Mmap>,
+        /// Where the tensor's data starts.
+        offset: usize,
+        /// Its length.
+        len: usize,
+    },
+}
 
-/// One weight matrix, `rows × cols`, row-major, in 32-value blocks of `format`.
+impl Bytes {
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped { map, offset, len } => &map[*offset..*offset + *len],
+        }
+    }
+}
+
+/// How a [`QMatrix`]'s rows are laid out, which picks its kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// 32-value blocks, against [`Q8Row`] activations.
+    Blocks(Format),
+    /// 256-value super-blocks, against [`Q8KRow`] activations.
+    K(KFormat),
+}
+
+impl Layout {
+    /// Values per block.
+    pub const fn block_values(self) -> usize {
+        match self {
+            Layout::Blocks(_) => QK,
+            Layout::K(_) => QK_K,
+        }
+    }
+
+    /// Bytes per block.
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            Layout::Blocks(f) => f.block_bytes(),
+            Layout::K(f) => f.block_bytes(),
+        }
+    }
+
+    /// The GGUF type name (`Q4_K`, `Q8_0`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Layout::Blocks(Format::Q4_1) => "Q4_1",
+            Layout::Blocks(Format::Q5_0) => "Q5_0",
+            Layout::Blocks(Format::Q8_0) => "Q8_0",
+            Layout::K(KFormat::Q4K) => "Q4_K",
+            Layout::K(KFormat::Q6K) => "Q6_K",
+        }
+    }
+}
+
+/// One weight matrix, `rows × cols`, row-major, in blocks of its [`Layout`].
 pub struct QMatrix {
     rows: usize,
     cols: usize,
-    format: Format,
-    data: Vec<u8>,
+    layout: Layout,
+    data: Bytes,
 }
 
-/// A GGUF quantization type a [`QMatrix`] can be made from.
+/// A GGUF quantization type a [`QMatrix`] can be made from: each has a kernel and is used
+/// as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stored {
     /// See [`Format::Q4_1`].
@@ -37,132 +99,94 @@ pub enum Stored {
     Q5_0,
     /// See [`Format::Q8_0`].
     Q8_0,
-    /// 4-bit K-quant (held as Q4_1).
+    /// See [`KFormat::Q4K`].
     Q4K,
-    /// 6-bit K-quant (held as Q8_0).
+    /// See [`KFormat::Q6K`].
     Q6K,
 }
 
-/// Bytes of a Q4_K super-block: `d`, `dmin` (f16), 12 bytes of 6-bit scales and minimums,
-/// 128 bytes of nibbles.
-const Q4K_BYTES: usize = 144;
-/// Bytes of a Q6_K super-block.
-const Q6K_BYTES: usize = 210;
-
-fn f16_at(b: &[u8], at: usize) -> f32 {
-    kernels::f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
-}
-
-/// The 6-bit scale and minimum of sub-block `j` of a Q4_K super-block (ggml's
-/// `get_scale_min_k4`).
-fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
-    if j < 4 {
-        (q[j] & 63, q[j + 4] & 63)
-    } else {
-        (
-            (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
-            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
-        )
-    }
-}
-
-/// Rewrites Q4_K super-blocks as Q4_1 blocks: sub-block `j`'s values are
-/// `d·sc_j·q − dmin·m_j` with the same 4-bit `q`, which is Q4_1's `d'·q + m'` with
-/// `d' = d·sc_j` and `m' = −dmin·m_j`, each rounded to f16.
-fn q4k_to_q4_1(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len() / Q4K_BYTES * 8 * 20);
-    for sb in bytes.chunks_exact(Q4K_BYTES) {
-        let (d, dmin) = (f16_at(sb, 0), f16_at(sb, 2));
-        let scales = &sb[4..16];
-        let qs = &sb[16..];
-        for j in 0..8 {
-            let (sc, m) = scale_min_k4(j, scales);
-            // Sub-blocks 2c and 2c + 1 share 32 bytes: low nibbles, then high nibbles.
-            let chunk = &qs[32 * (j / 2)..32 * (j / 2) + 32];
-            let nib = |i: usize| {
-                if j % 2 == 0 {
-                    chunk[i] & 0x0F
-                } else {
-                    chunk[i] >> 4
-                }
-            };
-            out.extend_from_slice(&half::f16::from_f32(d * sc as f32).to_bits().to_le_bytes());
-            out.extend_from_slice(
-                &half::f16::from_f32(-dmin * m as f32)
-                    .to_bits()
-                    .to_le_bytes(),
-            );
-            out.extend((0..16).map(|i| nib(i) | (nib(i + 16) << 4)));
+impl Stored {
+    /// The layout its rows are computed on.
+    pub const fn layout(self) -> Layout {
+        match self {
+            Stored::Q4_1 => Layout::Blocks(Format::Q4_1),
+            Stored::Q5_0 => Layout::Blocks(Format::Q5_0),
+            Stored::Q8_0 => Layout::Blocks(Format::Q8_0),
+            Stored::Q4K => Layout::K(KFormat::Q4K),
+            Stored::Q6K => Layout::K(KFormat::Q6K),
         }
     }
-    out
-}
-
-/// Re-quantizes Q6_K super-blocks to Q8_0 blocks (one scale per 32 values instead of 16).
-fn q6k_to_q8_0(bytes: &[u8]) -> Vec<u8> {
-    let n = bytes.len() / Q6K_BYTES;
-    let mut blocks: Vec<BlockQ6K> = Vec::with_capacity(n);
-    // SAFETY: BlockQ6K is a `repr(C)` struct of byte arrays and an f16 (alignment 2, checked
-    // below), valid for any bit pattern; exactly `n` blocks of bytes are copied.
-    unsafe {
-        assert_eq!(std::mem::size_of::<BlockQ6K>(), Q6K_BYTES);
-        std::ptr::copy_nonoverlapping(
-            bytes.as_ptr(),
-            blocks.as_mut_ptr() as *mut u8,
-            n * Q6K_BYTES,
-        );
-        blocks.set_len(n);
-    }
-    let mut values = vec![0f32; QK_K];
-    let mut out = Vec::with_capacity(n * 8 * Format::Q8_0.block_bytes());
-    for b in blocks.chunks_exact(1) {
-        BlockQ6K::to_float(b, &mut values);
-        kernels::quantize_q8_0(&values, &mut out);
-    }
-    out
 }
 
 impl QMatrix {
-    /// A matrix from the raw bytes of a GGUF tensor of type `stored`. Errors name what does
-    /// not fit: a column count that is not whole blocks, or the wrong number of bytes.
+    /// A matrix from the raw bytes of a GGUF tensor of type `stored` (copied). Errors name
+    /// what does not fit: a column count that is not whole blocks, or the wrong number of
+    /// bytes.
     pub fn from_bytes(
         stored: Stored,
         rows: usize,
         cols: usize,
         bytes: &[u8],
     ) -> std::result::Result<Self, String> {
-        let (block_values, block_bytes) = match stored {
-            Stored::Q4_1 => (QK, Format::Q4_1.block_bytes()),
-            Stored::Q5_0 => (QK, Format::Q5_0.block_bytes()),
-            Stored::Q8_0 => (QK, Format::Q8_0.block_bytes()),
-            Stored::Q4K => (QK_K, Q4K_BYTES),
-            Stored::Q6K => (QK_K, Q6K_BYTES),
-        };
-        if !cols.is_multiple_of(block_values) {
-            return Err(format!(
-                "{cols} columns are not whole blocks of {block_values} ({stored:?})"
-            ));
-        }
-        let expected = rows * cols / block_values * block_bytes;
-        if bytes.len() != expected {
-            return Err(format!(
-                "{} bytes of {stored:?} data for {rows}×{cols}, expected {expected}",
-                bytes.len()
-            ));
-        }
-        let (format, data) = match stored {
-            Stored::Q4_1 => (Format::Q4_1, bytes.to_vec()),
-            Stored::Q5_0 => (Format::Q5_0, bytes.to_vec()),
-            Stored::Q8_0 => (Format::Q8_0, bytes.to_vec()),
-            Stored::Q4K => (Format::Q4_1, q4k_to_q4_1(bytes)),
-            Stored::Q6K => (Format::Q8_0, q6k_to_q8_0(bytes)),
-        };
+        Self::check(stored, rows, cols, bytes.len())?;
         Ok(QMatrix {
             rows,
             cols,
-            format,
-            data,
+            layout: stored.layout(),
+            data: Bytes::Owned(bytes.to_vec()),
         })
+    }
+
+    /// A matrix on `len` bytes at `offset` of a mapped GGUF file, used in place; errors as
+    /// [`QMatrix::from_bytes`], and when the range is not inside the mapping.
+    pub fn mapped(
+        stored: Stored,
+        rows: usize,
+        cols: usize,
+        map: Arc<memmap2::Mmap>,
+        offset: usize,
+        len: usize,
+    ) -> std::result::Result<Self, String> {
+        Self::check(stored, rows, cols, len)?;
+        if offset.checked_add(len).is_none_or(|end| end > map.len()) {
+            return Err(format!(
+                "its data ({len} bytes at {offset}) runs past the end of the file ({} bytes)",
+                map.len()
+            ));
+        }
+        Ok(QMatrix {
+            rows,
+            cols,
+            layout: stored.layout(),
+            data: Bytes::Mapped { map, offset, len },
+        })
+    }
+
+    fn check(
+        stored: Stored,
+        rows: usize,
+        cols: usize,
+        len: usize,
+    ) -> std::result::Result<(), String> {
+        let layout = stored.layout();
+        let (block_values, block_bytes) = (layout.block_values(), layout.block_bytes());
+        if !cols.is_multiple_of(block_values) {
+            return Err(format!(
+                "{cols} columns are not whole blocks of {block_values} ({})",
+                layout.name()
+            ));
+        }
+        let expected = rows
+            .checked_mul(cols / block_values)
+            .and_then(|b| b.checked_mul(block_bytes));
+        if expected != Some(len) {
+            return Err(format!(
+                "{len} bytes of {} data for {rows}×{cols}, expected {}",
+                layout.name(),
+                expected.map_or("more than memory holds".to_string(), |e| e.to_string())
+            ));
+        }
+        Ok(())
     }
 
     /// Output size (rows).
@@ -177,18 +201,32 @@ impl QMatrix {
 
     /// Bytes of weights held.
     pub fn bytes(&self) -> usize {
-        self.data.len()
+        self.data.as_slice().len()
     }
 
-    /// The block format the rows are held in.
-    pub fn format(&self) -> Format {
-        self.format
+    /// Whether the weights are the file's own mapped pages (not a copy).
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.data, Bytes::Mapped { .. })
+    }
+
+    /// The layout the rows are held and computed in.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Bytes of one row.
+    fn row_bytes(&self) -> usize {
+        self.cols / self.layout.block_values() * self.layout.block_bytes()
     }
 
     /// Writes row `r` dequantized into `out` (`cols` values): the embedding lookup.
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
-        let rb = self.cols / QK * self.format.block_bytes();
-        kernels::dequantize_row(self.format, &self.data[r * rb..(r + 1) * rb], out)
+        let rb = self.row_bytes();
+        let row = &self.data.as_slice()[r * rb..(r + 1) * rb];
+        match self.layout {
+            Layout::Blocks(f) => kernels::dequantize_row(f, row, out),
+            Layout::K(f) => kernels::dequantize_row_k(f, row, out),
+        }
     }
 
     /// Computes rows `r0..r1` of `y` for every token: `out(t, r) = x_t · W_r`, written at
@@ -206,9 +244,12 @@ impl QMatrix {
         stride: usize,
     ) {
         let n = acts.n;
-        let f = self.format;
-        let rb = self.cols / QK * f.block_bytes();
-        let base = self.data.as_ptr();
+        let rb = self.row_bytes();
+        let base = self.data.as_slice().as_ptr();
+        let f = match self.layout {
+            Layout::Blocks(f) => f,
+            Layout::K(f) => return self.k_rows(isa, f, base, rb, acts, r0, r1, out, stride),
+        };
         if isa == Isa::Avx512Vnni && n >= PREPACK_FROM {
             return self.prepacked_rows(acts, r0, r1, out, stride);
         }
@@ -241,8 +282,11 @@ impl QMatrix {
     ) {
         let blocks = self.cols / QK;
         let np = kernels::pairs(blocks);
-        let rb = blocks * self.format.block_bytes();
-        let offset = self.format == Format::Q4_1;
+        let Layout::Blocks(format) = self.layout else {
+            unreachable!("prepacked rows are for 32-value blocks")
+        };
+        let rb = blocks * format.block_bytes();
+        let offset = format == Format::Q4_1;
         let group = (GROUP_BYTES / (np * 128)).clamp(1, 64);
         PREPACKED.with(|buf| {
             let mut buf = buf.borrow_mut();
@@ -259,8 +303,8 @@ impl QMatrix {
                 for r in g0..g1 {
                     let i = r - g0;
                     kernels::prepack_row(
-                        self.format,
-                        self.data.as_ptr().add(r * rb),
+                        format,
+                        self.data.as_slice().as_ptr().add(r * rb),
                         blocks,
                         &mut w[i * np * 2..(i + 1) * np * 2],
                         &mut dw[i * np * 2..(i + 1) * np * 2],
@@ -321,6 +365,49 @@ impl QMatrix {
         });
     }
 
+    /// Rows `r0..r1` of a K-quant matrix for every token, four tokens at a time.
+    ///
+    /// # Safety
+    /// As for [`QMatrix::rows_into`]; the activations carry the K layout.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn k_rows(
+        &self,
+        isa: Isa,
+        format: KFormat,
+        base: *const u8,
+        row_bytes: usize,
+        acts: &Acts,
+        r0: usize,
+        r1: usize,
+        out: *mut f32,
+        stride: usize,
+    ) {
+        let blocks = self.cols / QK_K;
+        let mut t0 = 0;
+        while t0 < acts.n {
+            let tb = (acts.n - t0).min(4);
+            macro_rules! tokens {
+                ($t:literal) => {{
+                    let x = acts.kptrs::<$t>(t0);
+                    for r in r0..r1 {
+                        let y =
+                            kernels::dot_k_raw(isa, format, base.add(r * row_bytes), blocks, &x);
+                        for (t, v) in y.into_iter().enumerate() {
+                            *out.add((t0 + t) * stride + r) = v;
+                        }
+                    }
+                }};
+            }
+            match tb {
+                4 => tokens!(4),
+                3 => tokens!(3),
+                2 => tokens!(2),
+                _ => tokens!(1),
+            }
+            t0 += tb;
+        }
+    }
+
     /// Rows `r0..r1` for tokens `t0..t0 + T` of a 32-value block format.
     #[allow(clippy::too_many_arguments)]
     #[inline]
@@ -349,8 +436,8 @@ impl QMatrix {
 }
 
 super::multiversion! {
-    /// One row of [`Acts::quantize_for`]: the plain layout, then the pair layout when `qp`
-    /// is not empty.
+    /// One row of [`Acts::quantize_for`]: the block layout when `qs` is not empty, its pair
+    /// layout when `qp` is not empty, and the K layout when `kqs` is not empty.
     fn quantize_token(
         x: &[f32],
         qs: &mut [i8],
@@ -359,10 +446,18 @@ super::multiversion! {
         qp: &mut [u8],
         dp: &mut [f32],
         sp: &mut [f32],
+        kqs: &mut [i8],
+        kd: &mut [f32],
+        kbs: &mut [i16],
     ) {
-        kernels::quantize_row(x, qs, d, s);
-        if !qp.is_empty() {
-            kernels::pair_layout(&Q8Row { qs, d, s }, qp, dp, sp);
+        if !qs.is_empty() {
+            kernels::quantize_row(x, qs, d, s);
+            if !qp.is_empty() {
+                kernels::pair_layout(&Q8Row { qs, d, s }, qp, dp, sp);
+            }
+        }
+        if !kqs.is_empty() {
+            kernels::quantize_row_k(x, kqs, kd, kbs);
         }
     }
 }
@@ -375,9 +470,37 @@ struct RowOut {
     qp: *mut u8,
     dp: *mut f32,
     sp: *mut f32,
+    kqs: *mut i8,
+    kd: *mut f32,
+    kbs: *mut i16,
 }
 // SAFETY: rows are disjoint; see `Acts::quantize`.
 unsafe impl Sync for RowOut {}
+
+/// Which activation layouts a group of matrices needs (see [`Acts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    /// 32-value blocks ([`Q8Row`]), for the [`Layout::Blocks`] formats.
+    pub blocks: bool,
+    /// 256-value super-blocks ([`Q8KRow`]), for the [`Layout::K`] formats.
+    pub k: bool,
+}
+
+impl Needs {
+    /// Every layout (the K one only where the width is whole super-blocks).
+    pub const ALL: Needs = Needs {
+        blocks: true,
+        k: true,
+    };
+
+    /// The layouts the kernels of `mats` read.
+    pub fn of(mats: &[&QMatrix]) -> Needs {
+        Needs {
+            blocks: mats.iter().any(|m| matches!(m.layout, Layout::Blocks(_))),
+            k: mats.iter().any(|m| matches!(m.layout, Layout::K(_))),
+        }
+    }
+}
 
 /// Tokens from which a matmul unpacks each row once for all of them (AVX-512 only).
 const PREPACK_FROM: usize = 4;
@@ -394,8 +517,10 @@ thread_local! {
     };
 }
 
-/// A batch of `n` activation rows, quantized for the kernels in 32-value blocks (`qs`, `d`,
-/// `s`). Reused between calls so that decoding allocates nothing per token.
+/// A batch of `n` activation rows, quantized for the kernels: in 32-value blocks (`qs`, `d`,
+/// `s`) for the block formats, and in 256-value super-blocks (`kqs`, `kd`, `kbs`) for the
+/// K-quants, each made only when a matrix of the matmul needs it ([`Needs`]). Reused
+/// between calls so that decoding allocates nothing per token.
 #[derive(Default)]
 pub struct Acts {
     n: usize,
@@ -408,6 +533,10 @@ pub struct Acts {
     qp: Vec<u8>,
     dp: Vec<f32>,
     sp: Vec<f32>,
+    kqs: Vec<i8>,
+    kd: Vec<f32>,
+    kbs: Vec<i16>,
+    made: Needs,
     pairs: bool,
 }
 
@@ -416,32 +545,44 @@ impl std::fmt::Debug for Acts {
         f.debug_struct("Acts")
             .field("n", &self.n)
             .field("cols", &self.cols)
+            .field("made", &self.made)
             .finish_non_exhaustive()
     }
 }
 
 impl Acts {
     /// Quantizes `x` (`n` rows of `cols` values, a multiple of 32) for the kernels of
-    /// [`Isa::detect`].
-    pub fn quantize(&mut self, x: &[f32], n: usize, cols: usize) {
-        self.quantize_for(Isa::detect(), x, n, cols)
+    /// [`Isa::detect`] and the layouts `mats` need.
+    pub fn quantize(&mut self, x: &[f32], n: usize, cols: usize, mats: &[&QMatrix]) {
+        self.quantize_for(Isa::detect(), x, n, cols, Needs::of(mats))
     }
 
-    /// [`Acts::quantize`] for the kernels of `isa` (tests and benches compare them).
-    pub fn quantize_for(&mut self, isa: Isa, x: &[f32], n: usize, cols: usize) {
+    /// [`Acts::quantize`] for the kernels of `isa` and the layouts `needs` asks for (tests
+    /// and benches compare them); the K layout is made only when `cols` is whole
+    /// super-blocks.
+    pub fn quantize_for(&mut self, isa: Isa, x: &[f32], n: usize, cols: usize, needs: Needs) {
         assert_eq!(x.len(), n * cols, "quantize: input size");
         assert_eq!(cols % QK, 0, "quantize: width not whole blocks");
         self.n = n;
         self.cols = cols;
-        let nb = cols / QK;
-        self.pairs = isa == Isa::Avx512Vnni;
+        self.made = Needs {
+            blocks: needs.blocks,
+            k: needs.k && cols.is_multiple_of(QK_K),
+        };
+        let (nb, nk) = (cols / QK, cols / QK_K);
+        let bl = if self.made.blocks { 1 } else { 0 };
+        self.pairs = isa == Isa::Avx512Vnni && self.made.blocks;
         let np = if self.pairs { kernels::pairs(nb) } else { 0 };
-        self.qs.resize(n * cols, 0);
-        self.d.resize(n * nb, 0.0);
-        self.s.resize(n * nb, 0.0);
+        let kl = if self.made.k { 1 } else { 0 };
+        self.qs.resize(bl * n * cols, 0);
+        self.d.resize(bl * n * nb, 0.0);
+        self.s.resize(bl * n * nb, 0.0);
         self.qp.resize(n * np * kernels::PAIR_BYTES, 0);
         self.dp.resize(n * np * 2, 0.0);
         self.sp.resize(n * np * 2, 0.0);
+        self.kqs.resize(kl * n * cols, 0);
+        self.kd.resize(kl * n * nk, 0.0);
+        self.kbs.resize(kl * n * nk * 16, 0);
         let out = RowOut {
             qs: self.qs.as_mut_ptr(),
             d: self.d.as_mut_ptr(),
@@ -449,23 +590,30 @@ impl Acts {
             qp: self.qp.as_mut_ptr(),
             dp: self.dp.as_mut_ptr(),
             sp: self.sp.as_mut_ptr(),
+            kqs: self.kqs.as_mut_ptr(),
+            kd: self.kd.as_mut_ptr(),
+            kbs: self.kbs.as_mut_ptr(),
         };
         let out = &out; // captured whole (it is Sync), not field by field
+        let (bc, bnb, kc, knk) = (bl * cols, bl * nb, kl * cols, kl * nk);
         let one = |t: usize| {
-            // SAFETY: row t's parts of every buffer, sized above; each row is written by one
-            // piece of work only.
+            // SAFETY: row t's parts of every buffer, sized above (empty for a layout not
+            // made); each row is written by one piece of work only.
             unsafe {
                 quantize_token(
                     &x[t * cols..(t + 1) * cols],
-                    std::slice::from_raw_parts_mut(out.qs.add(t * cols), cols),
-                    std::slice::from_raw_parts_mut(out.d.add(t * nb), nb),
-                    std::slice::from_raw_parts_mut(out.s.add(t * nb), nb),
+                    std::slice::from_raw_parts_mut(out.qs.add(t * bc), bc),
+                    std::slice::from_raw_parts_mut(out.d.add(t * bnb), bnb),
+                    std::slice::from_raw_parts_mut(out.s.add(t * bnb), bnb),
                     std::slice::from_raw_parts_mut(
                         out.qp.add(t * np * kernels::PAIR_BYTES),
                         np * kernels::PAIR_BYTES,
                     ),
                     std::slice::from_raw_parts_mut(out.dp.add(t * np * 2), np * 2),
                     std::slice::from_raw_parts_mut(out.sp.add(t * np * 2), np * 2),
+                    std::slice::from_raw_parts_mut(out.kqs.add(t * kc), kc),
+                    std::slice::from_raw_parts_mut(out.kd.add(t * knk), knk),
+                    std::slice::from_raw_parts_mut(out.kbs.add(t * knk * 16), knk * 16),
                 )
             }
         };
@@ -485,6 +633,19 @@ impl Acts {
             }
         }
         x
+    }
+
+    /// Pointers to tokens `t0..t0 + T` in the K layout.
+    fn kptrs<const T: usize>(&self, t0: usize) -> kernels::KPtrs<T> {
+        let (c, nk) = (self.cols, self.cols / QK_K);
+        kernels::KPtrs::new(&std::array::from_fn::<_, T, _>(|i| {
+            let t = t0 + i;
+            Q8KRow {
+                qs: &self.kqs[t * c..(t + 1) * c],
+                d: &self.kd[t * nk..(t + 1) * nk],
+                bsums: &self.kbs[t * nk * 16..(t + 1) * nk * 16],
+            }
+        }))
     }
 
     fn row(&self, t: usize) -> Q8Row<'_> {
@@ -533,8 +694,13 @@ pub fn matmul_with(isa: Isa, mats: &[&QMatrix], acts: &Acts, outs: &mut [&mut [f
         assert_eq!(m.cols, acts.cols, "matmul: input width");
         assert_eq!(o.len(), acts.n * m.rows, "matmul: output size");
     }
+    let needs = Needs::of(mats);
     assert!(
-        acts.pairs || isa != Isa::Avx512Vnni,
+        (acts.made.blocks || !needs.blocks) && (acts.made.k || !needs.k),
+        "matmul: activations quantized without a layout a matrix needs"
+    );
+    assert!(
+        acts.pairs || isa != Isa::Avx512Vnni || !needs.blocks,
         "matmul: no pair layout"
     );
     let pool = super::pool::global();
@@ -609,7 +775,7 @@ mod tests {
             {
                 let x = values(n * cols, 7 + n as u32);
                 let mut acts = Acts::default();
-                acts.quantize_for(isa, &x, n, cols);
+                acts.quantize_for(isa, &x, n, cols, Needs::ALL);
                 let mut y = vec![0f32; n * rows];
                 matmul_with(isa, &[&m], &acts, &mut [&mut y]);
                 let xt = Tensor::from_vec(x.clone(), (n, cols), &Device::Cpu).unwrap();
@@ -635,24 +801,27 @@ mod tests {
         }
     }
 
-    /// Q4_K held as Q4_1 keeps the same 4-bit values; only each sub-block's scale and
-    /// minimum are rounded to f16, so the weights move by far less than one quantization step.
+    /// Q4_K and Q6_K rows are computed on as stored: the matrix holds the file's bytes, and
+    /// its rows dequantize to candle's values exactly (the embedding lookup).
     #[test]
-    fn q4_k_rewritten_as_q4_1_keeps_its_values() {
+    fn k_quants_are_held_as_stored_and_dequantize_like_candle() {
         let (rows, cols) = (8, 512);
         let w = Tensor::from_vec(values(rows * cols, 5), (rows, cols), &Device::Cpu).unwrap();
-        let q = QTensor::quantize(&w, GgmlDType::Q4K).unwrap();
-        let want = q.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap();
-        let want = want.to_vec1::<f32>().unwrap();
-        let m = QMatrix::from_bytes(Stored::Q4K, rows, cols, &q.data().unwrap()).unwrap();
-        assert_eq!(m.format(), Format::Q4_1);
-        let mut got = vec![0f32; cols];
-        for r in 0..rows {
-            m.dequantize_row(r, &mut got);
-            for c in 0..cols {
-                let (a, b) = (got[c], want[r * cols + c]);
-                // A 4-bit step here is about 2/15; f16 rounding moves a value by ~1e-3 of it.
-                assert!((a - b).abs() <= 2e-3, "({r},{c}): {a} vs {b}");
+        for (dtype, stored, name) in [
+            (GgmlDType::Q4K, Stored::Q4K, "Q4_K"),
+            (GgmlDType::Q6K, Stored::Q6K, "Q6_K"),
+        ] {
+            let q = QTensor::quantize(&w, dtype).unwrap();
+            let want = q.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap();
+            let want = want.to_vec1::<f32>().unwrap();
+            let data = q.data().unwrap();
+            let m = QMatrix::from_bytes(stored, rows, cols, &data).unwrap();
+            assert_eq!(m.layout().name(), name);
+            assert_eq!(m.bytes(), data.len(), "{name}: held as stored");
+            let mut got = vec![0f32; cols];
+            for r in 0..rows {
+                m.dequantize_row(r, &mut got);
+                assert_eq!(got, want[r * cols..(r + 1) * cols], "{name} row {r}");
             }
         }
     }
@@ -665,5 +834,12 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("expected 136"), "{e}");
+        let e = QMatrix::from_bytes(Stored::Q6K, 2, 256, &[0; 400])
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("400 bytes of Q6_K") && e.contains("expected 420"),
+            "{e}"
+        );
     }
 }

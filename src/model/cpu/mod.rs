@@ -60,6 +60,7 @@ macro_rules! multiversion {
 pub(crate) use multiversion;
 
 mod attention;
+pub mod bandwidth;
 mod load;
 pub mod matmul;
 pub mod pool;
@@ -96,6 +97,20 @@ impl CpuEngine {
             stats: LoadStats::default(),
         };
         let weights = weights::load(&hp, &mut loader)?;
+        // Every matrix is read once per decoded token; of the embedding table, one row
+        // (unless it is also the output projection).
+        let output = weights.output.as_ref().unwrap_or(&weights.embedding);
+        loader.stats.decode_bytes = output.bytes()
+            + weights
+                .blocks
+                .iter()
+                .map(|b| {
+                    [&b.q, &b.k, &b.v, &b.o, &b.gate, &b.up, &b.down]
+                        .iter()
+                        .map(|m| m.bytes())
+                        .sum::<usize>()
+                })
+                .sum::<usize>();
         let (rope_cos, rope_sin) = hp.rope_tables();
         let engine = CpuEngine {
             hp,
@@ -155,7 +170,7 @@ impl Forward for CpuEngine {
         let up = sized(up, n * c.feed_forward);
         for (layer, b) in w.blocks.iter().enumerate() {
             rms_norm(x, &b.attn_norm, eps, h);
-            acts.quantize(h, n, e);
+            acts.quantize(h, n, e, &[&b.q, &b.k, &b.v]);
             matmul::matmul(&[&b.q, &b.k, &b.v], acts, &mut [&mut *q, &mut *k, &mut *v]);
             if let Some((bq, bk, bv)) = &b.biases {
                 add_rows(q, bq);
@@ -176,15 +191,15 @@ impl Forward for CpuEngine {
                 c,
                 att,
             );
-            acts.quantize(att, n, qw);
+            acts.quantize(att, n, qw, &[&b.o]);
             matmul::matmul(&[&b.o], acts, &mut [&mut *h]);
             add_into(x, h);
 
             rms_norm(x, &b.ffn_norm, eps, h);
-            acts.quantize(h, n, e);
+            acts.quantize(h, n, e, &[&b.gate, &b.up]);
             matmul::matmul(&[&b.gate, &b.up], acts, &mut [&mut *gate, &mut *up]);
             swiglu(gate, up, n);
-            acts.quantize(gate, n, c.feed_forward);
+            acts.quantize(gate, n, c.feed_forward, &[&b.down]);
             matmul::matmul(&[&b.down], acts, &mut [&mut *h]);
             add_into(x, h);
         }
@@ -193,7 +208,7 @@ impl Forward for CpuEngine {
         rms_norm(last, &w.norm, eps, hl);
         // The loader checked its shape: `vocab` rows.
         let output = w.output.as_ref().unwrap_or(&w.embedding);
-        acts.quantize(hl, 1, e);
+        acts.quantize(hl, 1, e, &[output]);
         let logits = sized(&mut state.logits, c.vocab);
         matmul::matmul(&[output], acts, &mut [logits]);
         state.kv.advance(n);

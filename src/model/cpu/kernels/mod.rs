@@ -26,7 +26,7 @@ mod scalar;
 #[cfg(test)]
 mod tests;
 
-pub use scalar::{dequantize_row, dot_scalar};
+pub use scalar::{dequantize_row, dequantize_row_k, dot_k_scalar, dot_scalar};
 
 /// Values per block of every format here.
 pub const QK: usize = 32;
@@ -392,5 +392,138 @@ pub fn quantize_q8_0(x: &[f32], out: &mut Vec<u8>) {
         let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
         out.extend_from_slice(&half::f16::from_f32(d).to_bits().to_le_bytes());
         out.extend(xb.iter().map(|&v| ((v * inv).round() as i8) as u8));
+    }
+}
+
+/// Values per K-quant super-block.
+pub const QK_K: usize = 256;
+
+/// The K-quant weight formats with kernels here: 256-value super-blocks, computed on as
+/// stored (no conversion at load) against activations in [`Q8KRow`] form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KFormat {
+    /// `d, dmin: f16, scales: [u8; 12], qs: [u8; 128]`: eight 32-value sub-blocks, each with
+    /// a 6-bit scale `sc` and minimum `m`: value = d·sc·q − dmin·m, q in 0..16.
+    Q4K,
+    /// `ql: [u8; 128], qh: [u8; 64], scales: [i8; 16], d: f16`: sixteen 16-value sub-blocks
+    /// with signed 8-bit scales: value = d·sc·(q − 32), q in 0..64.
+    Q6K,
+}
+
+impl KFormat {
+    /// Bytes of one super-block.
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            KFormat::Q4K => 144,
+            KFormat::Q6K => 210,
+        }
+    }
+}
+
+/// One token's activations quantized for the K-quant kernels (ggml's Q8_K): per 256-value
+/// super-block `b`, values `d[b] · qs[256b..256b + 256]`, and the sum of each 16 values in
+/// `bsums` (16 per super-block), which the minimums and offsets of the weights need.
+#[derive(Debug, Clone, Copy)]
+pub struct Q8KRow<'a> {
+    /// Quantized values, in `-128..=127`.
+    pub qs: &'a [i8],
+    /// One scale per super-block.
+    pub d: &'a [f32],
+    /// The sum of each 16 quantized values.
+    pub bsums: &'a [i16],
+}
+
+/// Quantizes `x` (a multiple of 256 values) into `qs`, `d` and `bsums` (see [`Q8KRow`]),
+/// exactly as ggml's `quantize_row_q8_K` does, so that K-quant results are llama.cpp's up to
+/// the order of additions: the value of largest magnitude maps to −127 (so `d` takes the
+/// opposite sign), `d = 1 / (−127 / max)`, and values round half to even.
+#[inline(always)]
+pub fn quantize_row_k(x: &[f32], qs: &mut [i8], d: &mut [f32], bsums: &mut [i16]) {
+    debug_assert_eq!(x.len() % QK_K, 0);
+    for (b, xb) in x.chunks_exact(QK_K).enumerate() {
+        let (mut max, mut amax) = (0f32, 0f32);
+        for &v in xb {
+            if v.abs() > amax {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        let q = &mut qs[b * QK_K..(b + 1) * QK_K];
+        if amax == 0.0 {
+            q.fill(0);
+            bsums[b * 16..(b + 1) * 16].fill(0);
+            d[b] = 0.0;
+            continue;
+        }
+        let iscale = -127.0 / max;
+        for (q, &v) in q.iter_mut().zip(xb) {
+            *q = (iscale * v).round_ties_even().min(127.0) as i8;
+        }
+        for (g, s) in bsums[b * 16..(b + 1) * 16].iter_mut().enumerate() {
+            *s = q[16 * g..16 * g + 16].iter().map(|&v| v as i16).sum();
+        }
+        d[b] = 1.0 / iscale;
+    }
+}
+
+/// Raw pointers to the [`Q8KRow`] activations of `T` tokens (see [`XPtrs`]).
+#[derive(Clone, Copy)]
+pub struct KPtrs<const T: usize> {
+    qs: [*const i8; T],
+    d: [*const f32; T],
+    bsums: [*const i16; T],
+}
+
+impl<const T: usize> KPtrs<T> {
+    /// Pointers to the start of each row.
+    pub fn new(x: &[Q8KRow; T]) -> Self {
+        KPtrs {
+            qs: std::array::from_fn(|t| x[t].qs.as_ptr()),
+            d: std::array::from_fn(|t| x[t].d.as_ptr()),
+            bsums: std::array::from_fn(|t| x[t].bsums.as_ptr()),
+        }
+    }
+}
+
+/// One K-quant weight row (`row.len()` = super-blocks × `format.block_bytes()`) against `T`
+/// activation rows of the same length; returns the `T` dot products.
+///
+/// # Panics
+/// If the row and the activations do not hold the same number of super-blocks.
+#[inline]
+pub fn dot_k<const T: usize>(isa: Isa, format: KFormat, row: &[u8], x: &[Q8KRow; T]) -> [f32; T] {
+    let blocks = row.len() / format.block_bytes();
+    assert_eq!(
+        row.len(),
+        blocks * format.block_bytes(),
+        "partial super-block"
+    );
+    for r in x {
+        assert!(r.qs.len() >= blocks * QK_K && r.d.len() >= blocks && r.bsums.len() >= blocks * 16);
+    }
+    // SAFETY: the lengths were checked above.
+    unsafe { dot_k_raw(isa, format, row.as_ptr(), blocks, &KPtrs::new(x)) }
+}
+
+/// [`dot_k`] without checks, for the matmul loop.
+///
+/// # Safety
+/// `row` must point at `blocks` super-blocks of `format`, the activations must hold `blocks`
+/// super-blocks, and `isa` must be supported by the CPU (as [`Isa::detect`] ensures).
+#[inline]
+pub unsafe fn dot_k_raw<const T: usize>(
+    isa: Isa,
+    format: KFormat,
+    row: *const u8,
+    blocks: usize,
+    x: &KPtrs<T>,
+) -> [f32; T] {
+    match (isa, format) {
+        // AVX-512 machines run the AVX2 kernels for K-quants (every AVX-512 CPU has AVX2).
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2 | Isa::Avx512Vnni, KFormat::Q4K) => avx2::dot_q4k(row, blocks, x),
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2 | Isa::Avx512Vnni, KFormat::Q6K) => avx2::dot_q6k(row, blocks, x),
+        _ => scalar::dot_k_scalar_raw(format, row, blocks, x),
     }
 }

@@ -224,3 +224,200 @@ fn dequantized_rows_match_candle_for_every_format() {
         assert_eq!(got, want, "{format:?}");
     }
 }
+
+/// Random super-blocks of `format`, every byte pattern allowed (the f16 scales kept finite).
+fn random_k_row(format: KFormat, blocks: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut row = Vec::new();
+    for _ in 0..blocks {
+        let mut blk: Vec<u8> = (0..format.block_bytes()).map(|_| rng.byte()).collect();
+        let mut scale = |at: usize, rng: &mut Rng| {
+            let h = half::f16::from_f32(rng.unit() * 0.01);
+            blk[at..at + 2].copy_from_slice(&h.to_bits().to_le_bytes());
+        };
+        match format {
+            KFormat::Q4K => {
+                scale(0, rng);
+                scale(2, rng);
+            }
+            KFormat::Q6K => scale(208, rng),
+        }
+        row.extend(blk);
+    }
+    row
+}
+
+struct KActs {
+    qs: Vec<i8>,
+    d: Vec<f32>,
+    bsums: Vec<i16>,
+}
+
+fn random_k_acts(blocks: usize, rng: &mut Rng) -> KActs {
+    let x: Vec<f32> = (0..blocks * QK_K).map(|_| rng.unit() * 3.0).collect();
+    let mut a = KActs {
+        qs: vec![0; blocks * QK_K],
+        d: vec![0.0; blocks],
+        bsums: vec![0; blocks * 16],
+    };
+    quantize_row_k(&x, &mut a.qs, &mut a.d, &mut a.bsums);
+    a
+}
+
+fn k_row(a: &KActs) -> Q8KRow<'_> {
+    Q8KRow {
+        qs: &a.qs,
+        d: &a.d,
+        bsums: &a.bsums,
+    }
+}
+
+/// The dot product of the dequantized weights with the dequantized activations, in f64,
+/// and the sum of the terms' magnitudes (which bounds the f32 rounding of any order of sums).
+fn k_reference(format: KFormat, w: &[u8], a: &KActs) -> (f64, f64) {
+    let mut values = vec![0f32; w.len() / format.block_bytes() * QK_K];
+    dequantize_row_k(format, w, &mut values);
+    let (mut total, mut magnitude) = (0f64, 0f64);
+    for (i, &v) in values.iter().enumerate() {
+        let x = a.d[i / QK_K] as f64 * a.qs[i] as f64;
+        total += v as f64 * x;
+        magnitude += (v as f64 * x).abs();
+    }
+    (total, magnitude)
+}
+
+fn check_k<const T: usize>(isa: Isa, format: KFormat, blocks: usize, rng: &mut Rng) {
+    let w = random_k_row(format, blocks, rng);
+    let acts: Vec<KActs> = (0..T).map(|_| random_k_acts(blocks, rng)).collect();
+    let x: [Q8KRow; T] = std::array::from_fn(|t| k_row(&acts[t]));
+    let got = dot_k(isa, format, &w, &x);
+    let reference = dot_k_scalar(format, &w, &x);
+    for t in 0..T {
+        let (want, magnitude) = k_reference(format, &w, &acts[t]);
+        let err = (got[t] as f64 - want).abs();
+        assert!(
+            err <= 2e-5 * magnitude + 1e-6,
+            "{isa:?} {format:?} T={T} blocks={blocks}: got {} want {want} (err {err}, scale {magnitude})",
+            got[t]
+        );
+        let diff = (got[t] - reference[t]).abs() as f64;
+        assert!(
+            diff <= 2e-5 * magnitude + 1e-6,
+            "{isa:?} {format:?} T={T} blocks={blocks}: {} vs the scalar kernel's {}",
+            got[t],
+            reference[t]
+        );
+    }
+}
+
+/// Q4_K and Q6_K: every kernel of this CPU against the dequantized f64 product and the
+/// scalar kernel, for one to four tokens and rows of one to 35 super-blocks (the widths of
+/// the presets: 1536 and 8960 values are 6 and 35).
+#[test]
+fn every_k_quant_kernel_matches_the_dequantized_product_on_random_blocks() {
+    let mut rng = Rng(0xD1B54A32D192ED03);
+    for isa in Isa::all_supported() {
+        for format in [KFormat::Q4K, KFormat::Q6K] {
+            for blocks in [1, 2, 3, 6, 19, 35] {
+                check_k::<1>(isa, format, blocks, &mut rng);
+                check_k::<2>(isa, format, blocks, &mut rng);
+                check_k::<3>(isa, format, blocks, &mut rng);
+                check_k::<4>(isa, format, blocks, &mut rng);
+            }
+        }
+    }
+}
+
+/// With unit scales the K-quant sums are exact integers that f32 holds: every instruction set
+/// must agree to the last bit, at the extremes (all-ones nibbles and 6-bit values, scales of
+/// 63 and ±127, activations of ±127).
+#[test]
+fn k_quant_integer_sums_are_exact_in_every_kernel() {
+    for format in [KFormat::Q4K, KFormat::Q6K] {
+        let blocks = 3;
+        let mut w = vec![0xFFu8; blocks * format.block_bytes()];
+        for (b, blk) in w.chunks_exact_mut(format.block_bytes()).enumerate() {
+            let one = half::f16::from_f32(1.0).to_bits().to_le_bytes();
+            match format {
+                KFormat::Q4K => {
+                    blk[0..2].copy_from_slice(&one);
+                    blk[2..4].copy_from_slice(&one);
+                    if b == 1 {
+                        blk[4..16].fill(0); // scales and minimums of 0
+                    }
+                }
+                KFormat::Q6K => {
+                    blk[208..210].copy_from_slice(&one);
+                    for g in 0..16 {
+                        blk[192 + g] = if (g + b) % 2 == 0 { 127 } else { 0x81 };
+                        // ±127
+                    }
+                }
+            }
+        }
+        // Mostly small values, so that every partial sum stays below 2^24.
+        let qs: Vec<i8> = (0..blocks * QK_K)
+            .map(|i| match i % 7 {
+                0 => -127,
+                3 => 127,
+                _ => (i % 5) as i8 - 2,
+            })
+            .collect();
+        let d = vec![1.0f32; blocks];
+        let bsums: Vec<i16> = qs
+            .chunks_exact(16)
+            .map(|c| c.iter().map(|&q| q as i16).sum())
+            .collect();
+        let x = [Q8KRow {
+            qs: &qs,
+            d: &d,
+            bsums: &bsums,
+        }];
+        let want = dot_k_scalar(format, &w, &x)[0];
+        assert!(
+            want != 0.0 && want.abs() < (1 << 24) as f32,
+            "{format:?}: {want}"
+        );
+        for isa in Isa::all_supported() {
+            assert_eq!(dot_k(isa, format, &w, &x)[0], want, "{isa:?} {format:?}");
+        }
+    }
+}
+
+#[test]
+fn k_quant_rows_dequantize_like_candle() {
+    use candle_core::quantized::{GgmlDType, QTensor};
+    use candle_core::{Device, Tensor};
+    let mut rng = Rng(5);
+    let values: Vec<f32> = (0..4 * 512).map(|_| rng.unit()).collect();
+    let t = Tensor::from_vec(values, (4, 512), &Device::Cpu).unwrap();
+    for (dtype, format) in [
+        (GgmlDType::Q4K, KFormat::Q4K),
+        (GgmlDType::Q6K, KFormat::Q6K),
+    ] {
+        let q = QTensor::quantize(&t, dtype).unwrap();
+        let want = q
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let mut got = vec![0f32; 4 * 512];
+        dequantize_row_k(format, &q.data().unwrap(), &mut got);
+        assert_eq!(got, want, "{format:?}");
+    }
+}
+
+#[test]
+fn k_activations_keep_their_sums_per_16_values() {
+    let mut rng = Rng(13);
+    let a = random_k_acts(2, &mut rng);
+    for (g, &s) in a.bsums.iter().enumerate() {
+        let want: i32 = a.qs[16 * g..16 * g + 16].iter().map(|&q| q as i32).sum();
+        assert_eq!(s as i32, want);
+    }
+    // The value of largest magnitude in each super-block maps to −127.
+    for b in 0..2 {
+        assert_eq!(a.qs[b * QK_K..(b + 1) * QK_K].iter().min(), Some(&-127));
+    }
+}
