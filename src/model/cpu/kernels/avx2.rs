@@ -83,7 +83,9 @@ unsafe fn hsum(v: __m256) -> f32 {
 }
 
 /// The AVX2 kernel: one block at a time in 256-bit registers; signed weights (Q5_0,
-/// Q8_0) go through the `abs`/`sign` trick, Q4_1's unsigned ones add their offset.
+/// Q8_0) go through the `abs`/`sign` trick, Q4_1's unsigned ones add their offset. Even and
+/// odd blocks go to separate accumulators, so that one block's fused multiply-add does not
+/// wait for the previous one's (with one token, that chain of additions bounded the loop).
 #[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_avx2<const T: usize>(
@@ -93,35 +95,60 @@ pub(super) unsafe fn dot_avx2<const T: usize>(
     x: &XPtrs<T>,
 ) -> [f32; T] {
     let bb = format.block_bytes();
-    let signed = format != Format::Q4_1;
-    let mut acc = [_mm256_setzero_ps(); T];
-    let mut offset = [0f32; T];
-    for b in 0..blocks {
-        if b % 2 == 0 {
-            prefetch(p.add(b * bb), 2 * bb);
-        }
-        let u = unpack(format, p.add(b * bb), false);
-        let aw = if signed {
-            _mm256_sign_epi8(u.q, u.q)
-        } else {
-            u.q
-        };
-        for t in 0..T {
-            let v = _mm256_loadu_si256(x.qs[t].add(b * QK) as *const __m256i);
-            let v = if signed { _mm256_sign_epi8(v, u.q) } else { v };
-            let sum = dot_bytes_avx2(aw, v);
-            let scale = _mm256_set1_ps(u.d * *x.d[t].add(b));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[t]);
-            if !signed {
-                offset[t] += u.m * *x.s[t].add(b);
-            }
-        }
+    let mut acc = [[_mm256_setzero_ps(); T]; 2];
+    let mut offset = [[0f32; T]; 2];
+    let mut b = 0;
+    while b + 2 <= blocks {
+        prefetch(p.add(b * bb), 2 * bb);
+        block_avx2(format, p.add(b * bb), b, x, &mut acc[0], &mut offset[0]);
+        block_avx2(
+            format,
+            p.add((b + 1) * bb),
+            b + 1,
+            x,
+            &mut acc[1],
+            &mut offset[1],
+        );
+        b += 2;
+    }
+    if b < blocks {
+        block_avx2(format, p.add(b * bb), b, x, &mut acc[0], &mut offset[0]);
     }
     let mut out = [0f32; T];
     for t in 0..T {
-        out[t] = hsum(acc[t]) + offset[t];
+        out[t] = hsum(_mm256_add_ps(acc[0][t], acc[1][t])) + offset[0][t] + offset[1][t];
     }
     out
+}
+
+/// Block `b` (at `blk`) of [`dot_avx2`] into one set of accumulators.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+unsafe fn block_avx2<const T: usize>(
+    format: Format,
+    blk: *const u8,
+    b: usize,
+    x: &XPtrs<T>,
+    acc: &mut [__m256; T],
+    offset: &mut [f32; T],
+) {
+    let signed = format != Format::Q4_1;
+    let u = unpack(format, blk, false);
+    let aw = if signed {
+        _mm256_sign_epi8(u.q, u.q)
+    } else {
+        u.q
+    };
+    for t in 0..T {
+        let v = _mm256_loadu_si256(x.qs[t].add(b * QK) as *const __m256i);
+        let v = if signed { _mm256_sign_epi8(v, u.q) } else { v };
+        let sum = dot_bytes_avx2(aw, v);
+        let scale = _mm256_set1_ps(u.d * *x.d[t].add(b));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[t]);
+        if !signed {
+            offset[t] += u.m * *x.s[t].add(b);
+        }
+    }
 }
 
 /// Unsigned × signed bytes summed in groups of four into eight i32 lanes. The pairwise
