@@ -83,9 +83,10 @@ unsafe fn hsum(v: __m256) -> f32 {
 }
 
 /// The AVX2 kernel: one block at a time in 256-bit registers; signed weights (Q5_0,
-/// Q8_0) go through the `abs`/`sign` trick, Q4_1's unsigned ones add their offset. Even and
-/// odd blocks go to separate accumulators, so that one block's fused multiply-add does not
-/// wait for the previous one's (with one token, that chain of additions bounded the loop).
+/// Q8_0) go through the `abs`/`sign` trick, Q4_1's unsigned ones add their offset. With one
+/// token, even and odd blocks go to separate accumulators, so that one block's fused
+/// multiply-add does not wait for the previous one's (that chain of additions bounded
+/// decode).
 #[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_avx2<const T: usize>(
@@ -98,17 +99,14 @@ pub(super) unsafe fn dot_avx2<const T: usize>(
     let mut acc = [[_mm256_setzero_ps(); T]; 2];
     let mut offset = [[0f32; T]; 2];
     let mut b = 0;
+    // With several tokens, their accumulators are already independent chains (and a second
+    // set would not fit in the registers).
+    let second = if T == 1 { 1 } else { 0 };
     while b + 2 <= blocks {
         prefetch(p.add(b * bb), 2 * bb);
         block_avx2(format, p.add(b * bb), b, x, &mut acc[0], &mut offset[0]);
-        block_avx2(
-            format,
-            p.add((b + 1) * bb),
-            b + 1,
-            x,
-            &mut acc[1],
-            &mut offset[1],
-        );
+        let (a, o) = (&mut acc[second], &mut offset[second]);
+        block_avx2(format, p.add((b + 1) * bb), b + 1, x, a, o);
         b += 2;
     }
     if b < blocks {
