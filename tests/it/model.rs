@@ -234,6 +234,20 @@ fn native_engine_logits_match_the_candle_engine() {
         assert_eq!(candle.engine(), Engine::Candle);
         let converted = matches!(spec.dtype, GgmlDType::F16 | GgmlDType::Q4_0);
         assert_eq!(native.report.requantized > 0, converted, "{:?}", spec.dtype);
+        // The report names the types it converted; what it did not convert is the file's own
+        // pages, mapped, not copied.
+        let name = cairn::model::gguf::dtype_name(spec.dtype);
+        let named: usize = native
+            .report
+            .requantized_types
+            .iter()
+            .filter(|(t, _)| *t == name)
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(named, native.report.requantized, "{:?}", spec.dtype);
+        if !converted {
+            assert_eq!(native.report.mapped_bytes, native.report.weight_bytes);
+        }
         let (mut a, mut b) = (Session::new(native), Session::new(candle));
         let mut tokens = PREFIX.to_vec();
         for step in 0..=SUFFIX.len() {
