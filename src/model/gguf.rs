@@ -226,7 +226,8 @@ impl GgufFile {
         // `open` checked these products and that the range ends inside the file.
         let elems: usize = actual.iter().product();
         let len = elems / info.ggml_dtype.block_size() * info.ggml_dtype.type_size();
-        let offset = (self.content.tensor_data_offset + info.offset) as usize;
+        let offset = usize::try_from(self.content.tensor_data_offset.saturating_add(info.offset))
+            .unwrap_or(usize::MAX);
         if offset.checked_add(len).is_none_or(|end| end > map.len()) {
             return Err(self.bad_tensor(
                 name,

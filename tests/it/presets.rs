@@ -17,6 +17,21 @@ struct Greedy {
     text: String,
 }
 
+/// The five reference continuations of `preset` (`tests/data/greedy-PRESET.jsonl`).
+fn references(preset: &str) -> Vec<Greedy> {
+    let path = format!(
+        "{}/tests/data/greedy-{preset}.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let refs: Vec<Greedy> = std::fs::read_to_string(&path)
+        .expect("reference file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("reference line"))
+        .collect();
+    assert_eq!(refs.len(), 5, "{path}");
+    refs
+}
+
 fn greedy(
     lm: &LoadedModel,
     prompt: &str,
@@ -43,16 +58,7 @@ fn greedy(
 /// prompt is given to the model as llama.cpp saw it.
 fn check_reference(preset: &'static str, tokens: usize) {
     let lm = preset_model(preset);
-    let path = format!(
-        "{}/tests/data/greedy-{preset}.jsonl",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let refs: Vec<Greedy> = std::fs::read_to_string(&path)
-        .expect("reference file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("reference line"))
-        .collect();
-    assert_eq!(refs.len(), 5);
+    let refs = references(preset);
     let mut agree = 0;
     let mut report = String::new();
     for r in &refs {
@@ -150,16 +156,7 @@ fn divergence(
 fn k_quant_preset_greedy_matches_the_reference_for_20_tokens() {
     let preset = "qwen2.5-coder-1.5b";
     let lm = preset_model(preset);
-    let path = format!(
-        "{}/tests/data/greedy-{preset}.jsonl",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let refs: Vec<Greedy> = std::fs::read_to_string(&path)
-        .expect("reference file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("reference line"))
-        .collect();
-    assert_eq!(refs.len(), 5);
+    let refs = references(preset);
     let (mut agree, mut report) = (0, String::new());
     for r in &refs {
         assert!(r.max_tokens >= 20 || r.stopped_at_eos);

@@ -384,31 +384,6 @@ fn k_quant_integer_sums_are_exact_in_every_kernel() {
 }
 
 #[test]
-fn k_quant_rows_dequantize_like_candle() {
-    use candle_core::quantized::{GgmlDType, QTensor};
-    use candle_core::{Device, Tensor};
-    let mut rng = Rng(5);
-    let values: Vec<f32> = (0..4 * 512).map(|_| rng.unit()).collect();
-    let t = Tensor::from_vec(values, (4, 512), &Device::Cpu).unwrap();
-    for (dtype, format) in [
-        (GgmlDType::Q4K, KFormat::Q4K),
-        (GgmlDType::Q6K, KFormat::Q6K),
-    ] {
-        let q = QTensor::quantize(&t, dtype).unwrap();
-        let want = q
-            .dequantize(&Device::Cpu)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
-        let mut got = vec![0f32; 4 * 512];
-        dequantize_row_k(format, &q.data().unwrap(), &mut got);
-        assert_eq!(got, want, "{format:?}");
-    }
-}
-
-#[test]
 fn k_activations_keep_their_sums_per_16_values() {
     let mut rng = Rng(13);
     let a = random_k_acts(2, &mut rng);
