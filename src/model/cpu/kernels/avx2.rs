@@ -98,23 +98,31 @@ pub(super) unsafe fn dot_avx2<const T: usize>(
     let bb = format.block_bytes();
     let mut acc = [[_mm256_setzero_ps(); T]; 2];
     let mut offset = [[0f32; T]; 2];
-    let mut b = 0;
-    // With several tokens, their accumulators are already independent chains (and a second
-    // set would not fit in the registers).
-    let second = if T == 1 { 1 } else { 0 };
-    while b + 2 <= blocks {
-        // Only for decode: with four tokens per block the rows stream slowly enough for the
-        // hardware's own prefetching (smollm2 pp512 158-165 tok/s with it, 164-182 without).
-        if T == 1 {
-            prefetch(p.add(b * bb), 2 * bb);
+    if T > 1 {
+        // Several tokens: their accumulators are already independent chains (and a second
+        // set would not fit in the registers); the rows stream slowly enough for the
+        // hardware's own prefetching.
+        for b in 0..blocks {
+            block_avx2(format, p.add(b * bb), b, x, &mut acc[0], &mut offset[0]);
         }
-        block_avx2(format, p.add(b * bb), b, x, &mut acc[0], &mut offset[0]);
-        let (a, o) = (&mut acc[second], &mut offset[second]);
-        block_avx2(format, p.add((b + 1) * bb), b + 1, x, a, o);
-        b += 2;
-    }
-    if b < blocks {
-        block_avx2(format, p.add(b * bb), b, x, &mut acc[0], &mut offset[0]);
+    } else {
+        let mut b = 0;
+        while b + 2 <= blocks {
+            prefetch(p.add(b * bb), 2 * bb);
+            block_avx2(format, p.add(b * bb), b, x, &mut acc[0], &mut offset[0]);
+            block_avx2(
+                format,
+                p.add((b + 1) * bb),
+                b + 1,
+                x,
+                &mut acc[1],
+                &mut offset[1],
+            );
+            b += 2;
+        }
+        if b < blocks {
+            block_avx2(format, p.add(b * bb), b, x, &mut acc[0], &mut offset[0]);
+        }
     }
     let mut out = [0f32; T];
     for t in 0..T {
