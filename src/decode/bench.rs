@@ -501,7 +501,7 @@ pub fn run(
             decode_tok_s: tg,
         }
     });
-    let report = &lm.model.report;
+    let report = &lm.model.report.stats;
     // Before the bandwidth measurement's own buffer.
     let rss_peak_bytes = peak_rss();
     let bandwidth = if report.decode_bytes > 0 {
@@ -522,11 +522,7 @@ pub fn run(
         .max(chat_ids.len());
     let kv_cache_bytes = 2 * cfg.layers * cfg.kv_heads * cfg.head_dim * 4 * longest;
     Ok(BenchReport {
-        requantized_types: report
-            .requantized_types
-            .iter()
-            .map(|(t, n)| format!("{t} ×{n}"))
-            .collect(),
+        requantized_types: report.requantized_names(),
         file_bytes: std::fs::metadata(&lm.path).map_or(0, |m| m.len()),
         mapped_bytes: report.mapped_bytes,
         decode_bytes_per_token: report.decode_bytes,
@@ -545,8 +541,8 @@ pub fn run(
         ttft_ms: Stat::of(&ttft),
         ttft_prompt_tokens: chat_ids.len(),
         load_ms: lm.load_time.as_secs_f64() * 1000.0,
-        weight_bytes: lm.model.report.weight_bytes,
-        requantized_tensors: lm.model.report.requantized,
+        weight_bytes: report.weight_bytes,
+        requantized_tensors: report.requantized,
         constrained,
         engine: lm.model.report.engine.name().to_string(),
         kernels: lm.model.report.kernels.to_string(),

@@ -13,6 +13,7 @@ use super::forward::{Forward, State};
 use super::gguf::GgufFile;
 use super::hparams::HParams;
 use super::kv_cache::KvPositions;
+use super::weights::LoadStats;
 /// Which implementation of the forward pass runs the model (`--engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Engine {
@@ -76,29 +77,13 @@ impl Default for LoadOptions {
 /// Counts of what loading did, for `-v` and `cairn model info`.
 #[derive(Debug, Clone, Default)]
 pub struct LoadReport {
-    /// Tensors re-quantized to Q8_0 at load.
-    pub requantized: usize,
-    /// Their stored types, each with its count (`[("Q5_1", 24)]`).
-    pub requantized_types: Vec<(&'static str, usize)>,
-    /// Bytes of quantized weights held.
-    pub weight_bytes: usize,
-    /// Of those, the bytes used in place from the mapped file.
-    pub mapped_bytes: usize,
-    /// Bytes of weights read per decoded token; 0 when the engine does not count them.
-    pub decode_bytes: usize,
+    /// What the engine's loader counted: tensors converted and their types, bytes held,
+    /// mapped in place, and read per decoded token.
+    pub stats: LoadStats,
     /// The forward pass in use.
     pub engine: Engine,
     /// The CPU engine's kernels (`avx512vnni`, `avx2` or `scalar`); empty for candle.
     pub kernels: &'static str,
-}
-
-/// `" (Q5_1 ×24, IQ4_NL ×2)"`: the stored types re-quantized at load, or nothing when none.
-pub fn requantized_list(types: &[(&'static str, usize)]) -> String {
-    if types.is_empty() {
-        return String::new();
-    }
-    let parts: Vec<String> = types.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
-    format!(" ({})", parts.join(", "))
 }
 
 /// The engine a model runs on.
@@ -135,11 +120,7 @@ pub fn load(gguf: &mut GgufFile, opts: &LoadOptions) -> Result<Model> {
     Ok(Model {
         config,
         report: LoadReport {
-            requantized: stats.requantized,
-            requantized_types: stats.requantized_types,
-            weight_bytes: stats.weight_bytes,
-            mapped_bytes: stats.mapped_bytes,
-            decode_bytes: stats.decode_bytes,
+            stats,
             engine: kind,
             kernels,
         },

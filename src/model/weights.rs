@@ -127,6 +127,14 @@ pub struct LoadStats {
 }
 
 impl LoadStats {
+    /// The converted types as `Q5_1 ×24`, in order of first use.
+    pub fn requantized_names(&self) -> Vec<String> {
+        self.requantized_types
+            .iter()
+            .map(|(t, n)| format!("{t} ×{n}"))
+            .collect()
+    }
+
     /// Counts one tensor of stored type `dtype` re-quantized at load.
     pub fn note_requantized(&mut self, dtype: &'static str) {
         self.requantized += 1;

@@ -187,8 +187,8 @@ fn a_sequence_longer_than_the_context_is_a_clear_error() {
 fn keeping_q4_1_as_stored_gives_close_logits_to_requantized() {
     let (_d, requant) = load_with(&TinySpec::llama(), Engine::Candle, true);
     let (_e, kept) = load_with(&TinySpec::llama(), Engine::Candle, false);
-    assert!(requant.report.requantized > 0);
-    assert_eq!(kept.report.requantized, 0);
+    assert!(requant.report.stats.requantized > 0);
+    assert_eq!(kept.report.stats.requantized, 0);
     let a = logits(&mut Session::new(requant), &PREFIX);
     let b = logits(&mut Session::new(kept), &PREFIX);
     // Both are quantized (Q4_1 weights with Q8_1 activations vs Q8_0 with Q8_0), so they
@@ -233,20 +233,29 @@ fn native_engine_logits_match_the_candle_engine() {
         assert_eq!(native.engine(), Engine::Native);
         assert_eq!(candle.engine(), Engine::Candle);
         let converted = matches!(spec.dtype, GgmlDType::F16 | GgmlDType::Q4_0);
-        assert_eq!(native.report.requantized > 0, converted, "{:?}", spec.dtype);
+        assert_eq!(
+            native.report.stats.requantized > 0,
+            converted,
+            "{:?}",
+            spec.dtype
+        );
         // The report names the types it converted; what it did not convert is the file's own
         // pages, mapped, not copied.
         let name = cairn::model::gguf::dtype_name(spec.dtype);
         let named: usize = native
             .report
+            .stats
             .requantized_types
             .iter()
             .filter(|(t, _)| *t == name)
             .map(|(_, n)| n)
             .sum();
-        assert_eq!(named, native.report.requantized, "{:?}", spec.dtype);
+        assert_eq!(named, native.report.stats.requantized, "{:?}", spec.dtype);
         if !converted {
-            assert_eq!(native.report.mapped_bytes, native.report.weight_bytes);
+            assert_eq!(
+                native.report.stats.mapped_bytes,
+                native.report.stats.weight_bytes
+            );
         }
         let (mut a, mut b) = (Session::new(native), Session::new(candle));
         let mut tokens = PREFIX.to_vec();

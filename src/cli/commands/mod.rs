@@ -65,6 +65,7 @@ pub fn load_model(
     }
     if printer.verbose() {
         let c = &lm.model.config;
+        let stats = &lm.model.report.stats;
         printer.detail(&format!(
             "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} MB used in place from the file, {} tensors re-quantized to Q8_0{}, engine {}{}) in {:.2} s",
             path.display(),
@@ -72,10 +73,14 @@ pub fn load_model(
             c.layers,
             c.embedding,
             c.context,
-            lm.model.report.weight_bytes / 1_000_000,
-            lm.model.report.mapped_bytes / 1_000_000,
-            lm.model.report.requantized,
-            crate::model::engine::requantized_list(&lm.model.report.requantized_types),
+            stats.weight_bytes / 1_000_000,
+            stats.mapped_bytes / 1_000_000,
+            stats.requantized,
+            if stats.requantized == 0 {
+                String::new()
+            } else {
+                format!(" ({})", stats.requantized_names().join(", "))
+            },
             lm.model.report.engine.name(),
             if lm.model.report.kernels.is_empty() {
                 String::new()

@@ -2,7 +2,7 @@
 //! kernel reuses for a lone last block. Every function here needs the features its
 //! attribute names; callers check them with [`super::Isa::detect`].
 
-use super::{Format, KPtrs, XPtrs, QK, QK_K};
+use super::{Format, KFormat, KPtrs, XPtrs, QK, QK_K};
 use std::arch::x86_64::*;
 
 /// One block unpacked for a byte dot product: either unsigned weights (Q4_1, with an
@@ -229,8 +229,8 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
     let mut accm = [_mm_setzero_ps(); T];
     let low4 = _mm256_set1_epi8(0x0F);
     for b in 0..blocks {
-        let blk = p.add(b * 144);
-        prefetch(blk, 144);
+        let blk = p.add(b * KFormat::Q4K.block_bytes());
+        prefetch(blk, KFormat::Q4K.block_bytes());
         let d = half(blk);
         let dmin = half(blk.add(2));
         let sm = scales_mins_q4k(blk.add(4));
@@ -291,8 +291,8 @@ pub(super) unsafe fn dot_q6k<const T: usize>(
     let low4 = _mm256_set1_epi8(0x0F);
     let bits = |m: i8| _mm256_set1_epi8(m);
     for b in 0..blocks {
-        let blk = p.add(b * 210);
-        prefetch(blk, 210);
+        let blk = p.add(b * KFormat::Q6K.block_bytes());
+        prefetch(blk, KFormat::Q6K.block_bytes());
         let d = half(blk.add(208));
         let sc_raw = _mm_loadu_si128(blk.add(192) as *const __m128i);
         // Scales as bytes in both lanes (picked and sign-extended per run below), and as
