@@ -87,7 +87,9 @@ unsafe fn hsum(v: __m256) -> f32 {
 /// token, even and odd blocks go to separate accumulators, so that one block's fused
 /// multiply-add does not wait for the previous one's (that chain of additions bounded
 /// decode).
-#[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
+///
+/// The format is made a constant here, once per row, so that the block loop is compiled once
+/// per format with no branch on it inside.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_avx2<const T: usize>(
     format: Format,
@@ -95,6 +97,31 @@ pub(super) unsafe fn dot_avx2<const T: usize>(
     blocks: usize,
     x: &XPtrs<T>,
 ) -> [f32; T] {
+    match format {
+        Format::Q4_1 => dot_avx2_of::<T, Q4_1>(p, blocks, x),
+        Format::Q5_0 => dot_avx2_of::<T, Q5_0>(p, blocks, x),
+        Format::Q8_0 => dot_avx2_of::<T, Q8_0>(p, blocks, x),
+    }
+}
+
+/// [`Format`]s as numbers, for the const parameter of [`dot_avx2_of`].
+const Q4_1: u8 = 0;
+const Q5_0: u8 = 1;
+const Q8_0: u8 = 2;
+
+/// [`dot_avx2`] for the format numbered `F`.
+#[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
+#[inline(always)]
+unsafe fn dot_avx2_of<const T: usize, const F: u8>(
+    p: *const u8,
+    blocks: usize,
+    x: &XPtrs<T>,
+) -> [f32; T] {
+    let format = match F {
+        Q4_1 => Format::Q4_1,
+        Q5_0 => Format::Q5_0,
+        _ => Format::Q8_0,
+    };
     let bb = format.block_bytes();
     let mut acc = [[_mm256_setzero_ps(); T]; 2];
     let mut offset = [[0f32; T]; 2];
