@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Re-checks the SQL-based expected answers of the clinic and library suites.
+
+For every sql, two_tool and multi_turn task whose answer comes from the database, this runs
+the query that answers it on examples/NAME.sqlite (any arithmetic on the result is done here
+in Python; numbers taken from a document are written into the query with a comment naming
+the document) and checks that one of the task's `expect` strings appears in the result, the
+way `cairn eval` scores answers: case-insensitively, numbers compared numerically.
+
+Tasks are read from tests/suites/NAME.jsonl and tests/suites/held-out/NAME.jsonl.
+Run it from anywhere with plain python3: python3 tests/suites/check_answers.py
+"""
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+SUITES = Path(__file__).resolve().parent
+ROOT = SUITES.parent.parent
+
+
+def first(rows):
+    return rows[0][0]
+
+
+# id -> (query, optional function turning the rows into the answer)
+CHECKS = {
+    "clinic": {
+        "clinic-sql-1": ("SELECT count(*) FROM pet WHERE species = 'dog'", None),
+        "clinic-sql-2": (
+            "SELECT v.full_name FROM visit x JOIN vet v ON v.vet_id = x.vet_id "
+            "GROUP BY v.vet_id ORDER BY count(*) DESC LIMIT 1", None),
+        "clinic-sql-3": (
+            "SELECT sum(fee) FROM visit WHERE visit_date BETWEEN '2025-03-01' AND '2025-03-31'", None),
+        "clinic-sql-4": ("SELECT name FROM pet WHERE species = 'cat' AND dob IS NULL", None),
+        "clinic-sql-5": (
+            "SELECT count(DISTINCT x.pet_id) FROM visit x JOIN vet v ON v.vet_id = x.vet_id "
+            "WHERE v.full_name = 'Samuel Osei'", None),
+        "clinic-sql-6": (
+            "SELECT full_name FROM vet WHERE vet_id NOT IN (SELECT vet_id FROM visit)", None),
+        "clinic-sql-7": ("SELECT sum(fee) FROM visit WHERE paid_at IS NULL", None),
+        "clinic-sql-8": (
+            "SELECT descr, code FROM treatment WHERE trt_id NOT IN (SELECT trt_id FROM visit_treatment)", None),
+        "clinic-sql-9": (
+            "SELECT sum(t.unit_price * vt.qty) FROM visit_treatment vt "
+            "JOIN treatment t ON t.trt_id = vt.trt_id JOIN visit x ON x.visit_id = vt.visit_id "
+            "JOIN pet p ON p.pet_id = x.pet_id WHERE p.name = 'Rex'", None),
+        "clinic-sql-10": (
+            "SELECT first_name || ' ' || last_name FROM owner ORDER BY created_at DESC LIMIT 1", None),
+        "clinic-two-1": (
+            "SELECT (SELECT unit_price FROM treatment WHERE code = 'VAC-FEL'), "
+            "(SELECT unit_price FROM treatment WHERE code = 'DEWORM')",
+            lambda r: 2 * r[0][0] + 3 * r[0][1]),
+        "clinic-two-2": (
+            "SELECT weight_kg FROM pet WHERE name = 'Rex'", lambda r: round(r[0][0] * 0.85, 6)),
+        "clinic-two-3": (
+            "SELECT (SELECT unit_price FROM treatment WHERE code = 'NEUT-D'), "
+            "(SELECT unit_price FROM treatment WHERE code = 'NEUT-C')",
+            lambda r: (r[0][0] - r[0][1]) / r[0][1] * 100),
+        # opening-hours.md: rabbits, guinea pigs, birds and reptiles are seen only by the exotics specialist
+        "clinic-two-6": ("SELECT full_name FROM vet WHERE specialty = 'exotics'", None),
+        # payments.md: the loyalty discount is for owners with three or more pets
+        "clinic-two-7": (
+            "SELECT o.first_name || ' ' || o.last_name FROM owner o JOIN pet p ON p.owner_id = o.owner_id "
+            "GROUP BY o.owner_id HAVING count(*) >= 3", None),
+        # extra-services.md: boarding a dog over 25 kg costs 32 euros a night, up to 25 kg 25 euros
+        "clinic-two-8": (
+            "SELECT CASE WHEN weight_kg > 25 THEN 32 ELSE 25 END FROM pet WHERE name = 'Thor'",
+            lambda r: 3 * r[0][0]),
+        "clinic-multi-1a": (
+            "SELECT o.first_name || ' ' || o.last_name FROM owner o JOIN pet p ON p.owner_id = o.owner_id "
+            "WHERE p.name = 'Nala'", None),
+        "clinic-multi-1b": (
+            "SELECT name FROM pet WHERE name <> 'Nala' AND owner_id = "
+            "(SELECT owner_id FROM pet WHERE name = 'Nala')", None),
+        "clinic-multi-2a": (
+            "SELECT x.fee FROM visit x JOIN pet p ON p.pet_id = x.pet_id WHERE p.name = 'Milo' "
+            "ORDER BY x.visit_date DESC LIMIT 1", None),
+        "clinic-multi-2b": (
+            "SELECT x.fee FROM visit x JOIN pet p ON p.pet_id = x.pet_id WHERE p.name = 'Milo' "
+            "ORDER BY x.visit_date DESC LIMIT 1", lambda r: r[0][0] * 0.85),
+    },
+    "library": {
+        "library-sql-1": ("SELECT count(*) FROM loans WHERE returned_date > due_date", None),
+        "library-sql-2": ("SELECT title FROM books ORDER BY pages DESC LIMIT 1", None),
+        "library-sql-3": (
+            "SELECT m.first_nm || ' ' || m.last_nm FROM loans l JOIN members m ON m.member_no = l.member_no "
+            "GROUP BY m.member_no ORDER BY count(*) DESC LIMIT 1", None),
+        "library-sql-4": (
+            "SELECT br.branch_name FROM books b JOIN branches br ON br.branch_code = b.branch_code "
+            "GROUP BY br.branch_code ORDER BY sum(b.copies) DESC LIMIT 1", None),
+        "library-sql-5": (
+            "SELECT count(DISTINCT member_no) FROM loans "
+            "WHERE loan_date BETWEEN '2025-03-01' AND '2025-03-31'", None),
+        "library-sql-6": (
+            "SELECT b.title FROM loans l JOIN books b ON b.book_id = l.book_id "
+            "GROUP BY b.book_id ORDER BY count(*) DESC LIMIT 1", None),
+        "library-sql-7": (
+            "SELECT title FROM books WHERE author_id IS NULL AND genre = 'science'", None),
+        "library-sql-8": ("SELECT sum(amount) FROM fines WHERE paid_on IS NULL", None),
+        "library-sql-9": (
+            "SELECT first_nm || ' ' || last_nm FROM members "
+            "WHERE member_no NOT IN (SELECT member_no FROM loans)", None),
+        "library-sql-10": (
+            "SELECT first_nm || ' ' || last_nm FROM members ORDER BY dob LIMIT 1", None),
+        "library-two-1": (
+            "SELECT pages FROM books WHERE title = 'Dragons of the Backlands'", lambda r: r[0][0] / 25),
+        "library-two-2": (
+            "SELECT (SELECT pub_yr FROM books WHERE title = 'Ice Maps') - "
+            "(SELECT pub_yr FROM books WHERE title = 'Tea with the Vicar')", None),
+        "library-two-3": (
+            "SELECT sum(CASE WHEN paid_on IS NOT NULL THEN amount ELSE 0 END), sum(amount) FROM fines",
+            lambda r: round(r[0][0] / r[0][1] * 100, 1)),
+        # fines-and-fees.md: members with more than 5 euros of unpaid fines cannot borrow
+        "library-two-6": (
+            "SELECT m.first_nm || ' ' || m.last_nm FROM fines f JOIN loans l ON l.loan_id = f.loan_id "
+            "JOIN members m ON m.member_no = l.member_no WHERE f.paid_on IS NULL "
+            "GROUP BY m.member_no HAVING sum(f.amount) > 5", None),
+        # services-and-events.md: the book club meets at the Riverside branch
+        "library-two-7": (
+            "SELECT sum(b.copies) FROM books b JOIN branches br ON br.branch_code = b.branch_code "
+            "WHERE br.branch_name = 'Riverside'", None),
+        # fines-and-fees.md: a lost item costs its replacement cost plus a 5 euro administration fee
+        "library-two-8": (
+            "SELECT repl_cost FROM books WHERE title = 'The River Oracle'", lambda r: r[0][0] + 5),
+        "library-multi-1a": (
+            "SELECT a.author_name FROM books b JOIN authors a ON a.author_id = b.author_id "
+            "WHERE b.title = 'The Polder Detective'", None),
+        "library-multi-1b": (
+            "SELECT title FROM books WHERE author_id = "
+            "(SELECT author_id FROM books WHERE title = 'The Polder Detective') "
+            "ORDER BY pub_yr DESC LIMIT 1", None),
+        "library-multi-2a": (
+            "SELECT m.first_nm || ' ' || m.last_nm FROM loans l JOIN members m ON m.member_no = l.member_no "
+            "JOIN books b ON b.book_id = l.book_id WHERE b.title = 'Ice Maps' "
+            "ORDER BY l.loan_date DESC LIMIT 1", None),
+        "library-multi-2b": (
+            "SELECT m.email FROM loans l JOIN members m ON m.member_no = l.member_no "
+            "JOIN books b ON b.book_id = l.book_id WHERE b.title = 'Ice Maps' "
+            "ORDER BY l.loan_date DESC LIMIT 1", None),
+    },
+}
+
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def numbers(text):
+    out = []
+    for m in NUMBER.finditer(text):
+        try:
+            out.append(float(m.group(0).replace(",", "")))
+        except ValueError:
+            pass
+    return out
+
+
+def matches(answer, expect):
+    """The scoring rule of `cairn eval`: an expected string appears case-insensitively,
+    or, for a number, an equal number appears in the answer."""
+    lower = answer.lower()
+    found = numbers(answer)
+    for e in expect:
+        e = e.strip()
+        try:
+            x = float(e.replace(",", ""))
+        except ValueError:
+            if e and e.lower() in lower:
+                return True
+            continue
+        if any(abs(x - y) <= 1e-9 * max(abs(x), 1.0) for y in found):
+            return True
+    return False
+
+
+def render(value):
+    if isinstance(value, float) and value == int(value):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    if isinstance(value, list):
+        return "; ".join(", ".join(render(v) for v in row) for row in value)
+    return str(value)
+
+
+def load_tasks(name):
+    tasks = {}
+    for path in (SUITES / f"{name}.jsonl", SUITES / "held-out" / f"{name}.jsonl"):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    task = json.loads(line)
+                    tasks[task["id"]] = task
+    return tasks
+
+
+def main():
+    failed = 0
+    for name, checks in CHECKS.items():
+        tasks = load_tasks(name)
+        db = sqlite3.connect(f"file:{ROOT / 'examples' / (name + '.sqlite')}?mode=ro", uri=True)
+        for task_id, (query, post) in checks.items():
+            task = tasks.get(task_id)
+            if task is None:
+                print(f"FAIL {task_id}: no such task in the {name} suites")
+                failed += 1
+                continue
+            rows = [list(r) for r in db.execute(query).fetchall()]
+            result = render(post(rows) if post else rows)
+            if matches(result, task["expect"]):
+                print(f"OK   {task_id}: {result}")
+            else:
+                print(f"FAIL {task_id}: got {result}, expected one of {task['expect']}")
+                failed += 1
+        db.close()
+    total = sum(len(c) for c in CHECKS.values())
+    print(f"{total - failed}/{total} OK")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
