@@ -72,6 +72,12 @@ pub const SETTINGS: &[Setting] = &[
         doc: "How much a long-term fact's score keeps per hour of age (score = BM25 × decay^hours); 1 = no decay.",
     },
     Setting {
+        flag: "--free-sql",
+        env: "CAIRN_FREE_SQL",
+        default: "off",
+        doc: "Decode the sql tool's queries without the pattern built from the database's own table and column names (by default a query can only name tables, columns and functions that exist).",
+    },
+    Setting {
         flag: "--db",
         env: "CAIRN_DB",
         default: "none (the sql tool is off)",
@@ -175,6 +181,8 @@ pub struct Config {
     pub memory_decay: f64,
     /// The database of the sql tool; `None` leaves the tool out.
     pub db: Option<PathBuf>,
+    /// Decode sql queries without the pattern of the database's names.
+    pub free_sql: bool,
     /// Whether the user named the memory file (`--memory`, `CAIRN_MEMORY`): its folder is
     /// then not created for them.
     pub memory_named: bool,
@@ -191,6 +199,7 @@ impl Config {
     pub fn tool_sources(&self) -> crate::tools::ToolSources {
         crate::tools::ToolSources {
             db: self.db.clone(),
+            sql_names_pattern: !self.free_sql,
             index: self.index.clone(),
             memory: self.memory.clone(),
             memory_decay: self.memory_decay,
@@ -270,6 +279,7 @@ impl Default for Config {
             memory_named: env_nonempty("CAIRN_MEMORY").is_some(),
             memory_decay: crate::memory::DEFAULT_DECAY,
             db: env_nonempty("CAIRN_DB").map(PathBuf::from),
+            free_sql: env_flag("CAIRN_FREE_SQL"),
             index: Config::default_index(),
             index_named: env_nonempty("CAIRN_INDEX").is_some(),
             tools: env_nonempty("CAIRN_TOOLS").map(PathBuf::from),

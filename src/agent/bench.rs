@@ -71,7 +71,7 @@ fn conversation() -> Result<Vec<(Vec<Message>, serde_json::Value)>, AgentError> 
         .map_err(|e| AgentError::Options(e.to_string()))?;
     let infos = reg.list();
     let mut messages = vec![Message::system(system_text(&infos))];
-    messages.extend(worked_example(&infos));
+    messages.extend(worked_example(&infos, BENCH_TASK));
     messages.push(task_message(BENCH_TASK, None, 0));
     let tools: Vec<StepTool> = infos
         .iter()

@@ -34,6 +34,16 @@ pub enum EventKind {
         /// Earlier turns of the session put in the prompt.
         history_turns: usize,
     },
+    /// What the tools found for the task before its first round (search passages, database
+    /// schemas and rows), put in the task's message: never added silently.
+    Context {
+        /// The worked example shown before the task (see `agent::examples`), if any.
+        example: Option<String>,
+        /// The tools that added something, in order.
+        tools: Vec<String>,
+        /// The text added, as shown to the model.
+        text: String,
+    },
     /// A round's prompt was built.
     Prompt {
         /// The round.
@@ -78,6 +88,8 @@ pub enum EventKind {
         prefill_ms: f64,
         /// Time to decode the rest of the step.
         decode_ms: f64,
+        /// Of the step's time, computing the token masks of its constraint, in ms.
+        mask_ms: f64,
     },
     /// A decoded step could not be used (cut off by the token limit, not parseable).
     BadStep {
@@ -146,6 +158,14 @@ pub enum EventKind {
         done: f64,
         /// Whether the answer was accepted.
         accepted: bool,
+    },
+    /// A final answer held numbers found in no observation, the task or its context, and was
+    /// sent back once for the model to look them up or compute them.
+    EvidenceCheck {
+        /// The round.
+        round: usize,
+        /// The numbers, as written in the answer.
+        unsupported: Vec<String>,
     },
     /// Something failed that did not stop the task (a memory write).
     Warning {

@@ -16,6 +16,8 @@
 
 pub mod bench;
 mod events;
+pub mod evidence;
+pub mod examples;
 mod guards;
 mod policy;
 pub mod prompt;
@@ -59,6 +61,14 @@ pub struct AgentOptions {
     pub facts: usize,
     /// Per-hour decay of a fact's score.
     pub memory_decay: f64,
+    /// Show what the tools find for the task's words before its first round
+    /// ([`crate::tools::Tool::context_for`]: search passages, database schemas and rows).
+    pub task_context: bool,
+    /// Send a final answer back once when it holds numbers found in no tool result, the task
+    /// or its context ([`evidence`]).
+    pub evidence_check: bool,
+    /// Show the worked example closest to the task ([`examples`]) before it.
+    pub examples: bool,
 }
 
 impl Default for AgentOptions {
@@ -76,6 +86,9 @@ impl Default for AgentOptions {
             history_tokens: 512,
             facts: 5,
             memory_decay: crate::memory::DEFAULT_DECAY,
+            task_context: true,
+            evidence_check: true,
+            examples: true,
         }
     }
 }
@@ -221,6 +234,12 @@ pub struct AgentResult {
     pub forced_tokens: usize,
     /// Wall time of the task in milliseconds.
     pub latency_ms: u64,
+    /// Of the steps' time, decoding after the first token, in ms.
+    #[serde(default)]
+    pub decode_ms: f64,
+    /// Of that, computing the constraints' token masks, in ms.
+    #[serde(default)]
+    pub mask_ms: f64,
     /// What went wrong, for stops without an answer (and the last error for `failures`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -260,6 +279,8 @@ impl AgentResult {
             generated_tokens: 0,
             forced_tokens: 0,
             latency_ms: 0,
+            decode_ms: 0.0,
+            mask_ms: 0.0,
             error: None,
             dead_loops: 0,
             retries: 0,

@@ -34,6 +34,8 @@ pub struct Decoded {
     pub prefill_ms: f64,
     /// Time to decode the rest, in ms.
     pub decode_ms: f64,
+    /// Of the whole generation, the time spent computing the constraint's token masks, in ms.
+    pub mask_ms: f64,
 }
 
 /// What decides the agent's next step.
@@ -126,8 +128,14 @@ impl ModelPolicy {
     ) -> Result<Decoded, AgentError> {
         let ids = self.encode(messages)?;
         let constrained = constraint.is_some();
+        let mut constraint = constraint;
         let start = Instant::now();
-        let g = self.decoder.generate(&ids, max_tokens, constraint)?;
+        let g = self
+            .decoder
+            .generate(&ids, max_tokens, constraint.as_deref_mut())?;
+        let mask_ms = constraint.map_or(0.0, |c| {
+            c.mask_times().iter().map(|d| d.as_secs_f64()).sum::<f64>() * 1000.0
+        });
         let total_ms = start.elapsed().as_secs_f64() * 1000.0;
         if self.generated.len() >= 4096 {
             self.generated.clear();
@@ -147,6 +155,7 @@ impl ModelPolicy {
             forced_tokens: g.forced_tokens,
             prefill_ms,
             decode_ms: (total_ms - prefill_ms).max(0.0),
+            mask_ms,
             text: g.text,
         })
     }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
-use super::prompt::{fit, system_text, worked_example, RoundText, TaskContext};
+use super::prompt::{fit, system_text, RoundText, TaskContext};
 use super::step::{partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
 use super::{
     canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
@@ -85,6 +85,8 @@ struct Rounds {
     texts: Vec<RoundText>,
     /// Rounds already dropped from the prompt (never brought back).
     min_dropped: usize,
+    /// Whether a final answer was already sent back by the evidence check (once a task).
+    evidence_checked: bool,
 }
 
 /// Whether the task goes on after a round.
@@ -288,9 +290,35 @@ impl<P: Policy> Agent<P> {
         ctx: &TaskContext,
     ) -> Result<(StopReason, Option<String>), AgentError> {
         let infos = self.tools.list();
-        let notes = super::prompt::tool_context(&self.tools, &infos, task);
+        let notes = if self.options.task_context {
+            super::prompt::tool_context(&self.tools, &infos, task)
+        } else {
+            Vec::new()
+        };
+        let example = if self.options.examples {
+            super::examples::choose(task, &infos)
+        } else {
+            None
+        };
+        if !notes.is_empty() || example.is_some() {
+            self.emit(
+                run.start,
+                EventKind::Context {
+                    example: example.map(|e| e.name.to_string()),
+                    tools: notes.iter().map(|(t, _)| t.clone()).collect(),
+                    text: notes
+                        .iter()
+                        .map(|(_, n)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n\n"),
+                },
+            );
+        }
+        let notes: Vec<String> = notes.into_iter().map(|(_, n)| n).collect();
         let mut prefix = vec![Message::system(system_text(&infos))];
-        prefix.extend(worked_example(&infos));
+        if let Some(e) = example {
+            prefix.extend(super::examples::messages(e));
+        }
         let mut st = Rounds {
             infos,
             notes,
@@ -298,6 +326,7 @@ impl<P: Policy> Agent<P> {
             guards: Guards::default(),
             texts: Vec::new(),
             min_dropped: 0,
+            evidence_checked: false,
         };
         let max_rounds = self.options.max_rounds;
         for round in 1..=max_rounds {
@@ -377,6 +406,7 @@ impl<P: Policy> Agent<P> {
                 forced_tokens: decoded.forced_tokens,
                 prefill_ms: decoded.prefill_ms,
                 decode_ms: decoded.decode_ms,
+                mask_ms: decoded.mask_ms,
             },
         );
         record.thought = step.thought.clone();
@@ -388,7 +418,7 @@ impl<P: Policy> Agent<P> {
             text: decoded.text,
         };
         if step.action == FINAL_ANSWER {
-            let turn = (&fitted.messages[..], task, round, last_round);
+            let turn = (&fitted.messages[..], task, ctx, round, last_round);
             return self.final_answer(run, st, turn, step, done);
         }
         Ok(self.tool_step(run, st, round, step, done))
@@ -485,6 +515,8 @@ impl<P: Policy> Agent<P> {
         r.reused_tokens += decoded.reused_tokens;
         r.generated_tokens += decoded.generated_tokens;
         r.forced_tokens += decoded.forced_tokens;
+        r.decode_ms += decoded.decode_ms;
+        r.mask_ms += decoded.mask_ms;
         StepRecord {
             round: round as i64,
             prompt_tokens: decoded.prompt_tokens as i64,
@@ -563,7 +595,7 @@ impl<P: Policy> Agent<P> {
         &mut self,
         run: &mut TaskRun,
         st: &mut Rounds,
-        (messages, task, round, last_round): (&[Message], &str, usize, bool),
+        (messages, task, ctx, round, last_round): (&[Message], &str, &TaskContext, usize, bool),
         step: ParsedStep,
         mut done: Done,
     ) -> Result<Flow, AgentError> {
@@ -574,6 +606,41 @@ impl<P: Policy> Agent<P> {
             .unwrap_or_default()
             .trim()
             .to_string();
+        if self.options.evidence_check && !last_round && !st.evidence_checked {
+            let mut evidence: Vec<&str> = vec![task];
+            evidence.extend(st.notes.iter().map(String::as_str));
+            evidence.extend(st.texts.iter().map(|r| r.observation.as_str()));
+            evidence.extend(ctx.facts.iter().map(String::as_str));
+            evidence.extend(
+                ctx.history
+                    .iter()
+                    .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
+            );
+            let missing = super::evidence::unsupported(&answer, &evidence);
+            if !missing.is_empty() {
+                st.evidence_checked = true;
+                self.emit(
+                    run.start,
+                    EventKind::EvidenceCheck {
+                        round,
+                        unsupported: missing.clone(),
+                    },
+                );
+                let observation = super::evidence::check_message(&missing);
+                self.end_step(
+                    run,
+                    &mut done.record,
+                    "evidence_check",
+                    &observation,
+                    done.started,
+                );
+                st.texts.push(RoundText {
+                    step: done.text,
+                    observation,
+                });
+                return Ok(Flow::Continue);
+            }
+        }
         if let (Some(threshold), false) = (self.options.self_check, last_round) {
             let score = self.self_check(messages, &done.text, task)?;
             let accepted = score >= threshold;

@@ -9,9 +9,11 @@
 
 use serde_json::{json, Value};
 
-/// The most characters of `thought`. Measured on the 0.5B model: an unbounded thought tries to
-/// compute the answer inside it and runs on until the token limit.
-pub const THOUGHT_MAX_CHARS: u64 = 200;
+/// The most characters of `thought`: room for a short plan and the results carried forward,
+/// but bounded. Measured on the 0.5B model: an unbounded thought tries to compute the answer
+/// inside it and runs on until the token limit; at 200 characters (one sentence) the model
+/// put a whole word problem into one calculator expression.
+pub const THOUGHT_MAX_CHARS: u64 = 400;
 
 /// The most characters of a string argument that sets no `maxLength` of its own. Without a
 /// bound a small model that falls into repetition (`1 + 1 + 1 ...`, `10000000...`) runs to the
@@ -25,12 +27,13 @@ pub const ARG_MAX_CHARS: u64 = 384;
 pub const ANSWER_MAX_CHARS: u64 = ARG_MAX_CHARS;
 
 /// Adds `maxLength: max` to every string schema in `schema` (properties, items, `anyOf`
-/// branches, ...) that has no `maxLength`, `enum`, `const` or `pattern` of its own.
+/// branches, ...) that has no `maxLength`, `enum` or `const` of its own. A `pattern` alone
+/// does not bound a string (`^a+$`), so a string with one gets the bound too.
 pub fn bound_strings(schema: &mut Value, max: u64) {
     match schema {
         Value::Object(m) => {
             let is_string = m.get("type").and_then(Value::as_str) == Some("string");
-            let bounded = ["maxLength", "enum", "const", "pattern"]
+            let bounded = ["maxLength", "enum", "const"]
                 .iter()
                 .any(|k| m.contains_key(*k));
             if is_string && !bounded {
@@ -116,9 +119,9 @@ pub fn step_schema(tools: &[StepTool]) -> Value {
 /// bench` measures constrained decoding under it, and `grammars/agent_step.schema.json` is
 /// this value (a test rewrites the file and fails when they differ).
 pub fn builtin_step_schema() -> Value {
-    use crate::tools::{calculator, recall, schema_of, search, sql};
+    use crate::tools::{calculator, recall, schema_of, search, sql, Tool};
     step_schema(&[
-        StepTool::new("calculator", schema_of::<calculator::CalculatorArgs>()),
+        StepTool::new("calculator", calculator::CalculatorTool.args_schema()),
         StepTool::new("recall", schema_of::<recall::RecallArgs>()),
         StepTool::new("search", schema_of::<search::SearchArgs>()),
         StepTool::new("sql", schema_of::<sql::SqlArgs>()),

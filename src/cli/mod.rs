@@ -64,6 +64,10 @@ pub struct GlobalArgs {
     /// [env: CAIRN_MEMORY_DECAY]
     #[arg(long, global = true, value_name = "X")]
     pub memory_decay: Option<f64>,
+    /// Decode the sql tool's queries without the pattern built from the database's own names
+    /// (for comparison). [env: CAIRN_FREE_SQL]
+    #[arg(long, global = true)]
+    pub free_sql: bool,
     /// The SQLite database the sql tool queries (read-only). [env: CAIRN_DB]
     #[arg(long, global = true, value_name = "FILE")]
     pub db: Option<std::path::PathBuf>,
@@ -177,6 +181,9 @@ impl GlobalArgs {
         }
         if let Some(db) = &self.db {
             config.db = Some(db.clone());
+        }
+        if self.free_sql {
+            config.free_sql = true;
         }
         if let Some(i) = &self.index {
             config.index = i.clone();

@@ -42,6 +42,23 @@ impl RoundPrinter {
                 tools.join(", "),
                 session.as_deref().unwrap_or("none")
             ),
+            EventKind::Context {
+                example,
+                tools,
+                text,
+            } if self.verbose => format!(
+                "task: {} characters of context from {} shown before round 1; worked example: {}",
+                text.chars().count(),
+                if tools.is_empty() { "no tool".to_string() } else { tools.join(", ") },
+                example.as_deref().unwrap_or("none")
+            ),
+            EventKind::EvidenceCheck {
+                round,
+                unsupported,
+            } => format!(
+                "round {round}: the answer's {} found in no result; sent back to check",
+                unsupported.join(", ")
+            ),
             EventKind::Prompt {
                 round,
                 tokens,
@@ -296,6 +313,7 @@ mod tests {
             sampled_tokens: 5,
             forced_tokens: 5,
             prefill_ms: 300.0,
+            mask_ms: 1.0,
             decode_ms: 200.0,
         }));
         rounds.event(&event(EventKind::ToolResult {

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 
-use super::{naive, OutputLine, Task};
+use super::{alone, naive, OutputLine, Task};
 use crate::agent::{Agent, ModelPolicy};
 
 /// Which loop runs the tasks.
@@ -18,14 +18,26 @@ pub enum LoopKind {
     Cairn,
     /// The naive baseline.
     Naive,
+    /// The model alone, reasoning step by step without tools.
+    Alone,
 }
 
 impl LoopKind {
-    /// `cairn` or `naive`.
+    /// `cairn`, `naive` or `alone`.
     pub fn as_str(self) -> &'static str {
         match self {
             LoopKind::Cairn => "cairn",
             LoopKind::Naive => "naive",
+            LoopKind::Alone => "alone",
+        }
+    }
+
+    /// The baseline named `name` (`naive` or `alone`).
+    pub fn baseline(name: &str) -> Option<LoopKind> {
+        match name {
+            "naive" => Some(LoopKind::Naive),
+            "alone" => Some(LoopKind::Alone),
+            _ => None,
         }
     }
 }
@@ -187,6 +199,10 @@ pub fn run(
                             let max_tokens = agent.options().max_step_tokens;
                             let (policy, tools) = agent.parts_mut();
                             naive::run_naive(policy, tools, &t.task, rounds, max_tokens)
+                        }
+                        LoopKind::Alone => {
+                            let max_tokens = agent.options().max_step_tokens;
+                            alone::run_alone(agent.policy_mut(), &t.task, max_tokens)
                         }
                     };
                     let line = OutputLine::from_result(&t.id, &result, kind.as_str());

@@ -1,5 +1,6 @@
 //! Batch runs and evaluation: reading task files ([`read_tasks`]), running many tasks with
-//! resumable output ([`batch`]), the naive baseline loop ([`naive`]), scoring answers
+//! resumable output ([`batch`]), the naive baseline loop ([`naive`]), the model alone
+//! ([`alone`]), scoring answers
 //! ([`matches`]) and the metrics report ([`Metrics`], [`report_markdown`]).
 //!
 //! Task lines are `{"id", "task", "session"?}`, and suite lines add
@@ -7,6 +8,7 @@
 //! the expected strings, case-insensitively, with numbers compared numerically ("391.0"
 //! matches "391").
 
+pub mod alone;
 pub mod batch;
 pub mod naive;
 
@@ -223,6 +225,12 @@ pub struct OutputLine {
     pub forced_tokens: usize,
     /// Wall time, ms.
     pub latency_ms: u64,
+    /// Time spent decoding after each step's first token, ms.
+    #[serde(default)]
+    pub decode_ms: f64,
+    /// Of that, time spent computing the constraints' token masks, ms.
+    #[serde(default)]
+    pub mask_ms: f64,
     /// Repeated actions seen.
     #[serde(default)]
     pub dead_loops: usize,
@@ -292,6 +300,8 @@ impl OutputLine {
             generated_tokens: r.generated_tokens,
             forced_tokens: r.forced_tokens,
             latency_ms: r.latency_ms,
+            decode_ms: r.decode_ms,
+            mask_ms: r.mask_ms,
             dead_loops: r.dead_loops,
             r#loop: loop_name.to_string(),
             error: r.error.clone(),
@@ -356,6 +366,8 @@ pub struct Metrics {
     pub avg_generated_tokens: f64,
     /// Forced tokens as a share of generated tokens.
     pub forced_share: f64,
+    /// Time computing the constraints' token masks as a share of decode time.
+    pub mask_share: f64,
     /// How many tasks stopped for each reason.
     pub stop_reasons: BTreeMap<String, usize>,
 }
@@ -412,6 +424,10 @@ impl Metrics {
             / nf;
         m.avg_generated_tokens = gen as f64 / nf;
         m.forced_share = ratio(results.iter().map(|(_, o)| o.forced_tokens).sum(), gen);
+        let decode: f64 = results.iter().map(|(_, o)| o.decode_ms).sum();
+        if decode > 0.0 {
+            m.mask_share = results.iter().map(|(_, o)| o.mask_ms).sum::<f64>() / decode;
+        }
         for (_, o) in results {
             *m.stop_reasons.entry(o.stop_reason.clone()).or_insert(0) += 1;
         }
@@ -462,7 +478,7 @@ pub fn report_markdown(title: &str, loops: &[LoopReport]) -> String {
     s.push_str(&"---|".repeat(loops.len()));
     s.push('\n');
     type Row = (&'static str, fn(&Metrics) -> String);
-    let rows: [Row; 12] = [
+    let rows: [Row; 13] = [
         ("tasks", |m| m.tasks.to_string()),
         ("success rate", |m| pct(m.success_rate)),
         ("schema-valid tool calls", |m| pct(m.valid_call_rate)),
@@ -483,6 +499,9 @@ pub fn report_markdown(title: &str, loops: &[LoopReport]) -> String {
             format!("{:.0}", m.avg_generated_tokens)
         }),
         ("forced-token share", |m| pct(m.forced_share)),
+        ("constraint mask time, share of decode", |m| {
+            format!("{:.2}%", m.mask_share * 100.0)
+        }),
     ];
     for (name, f) in rows {
         s.push_str(&format!("| {name} |"));

@@ -67,7 +67,7 @@ fn rounds(
 ) -> (StopReason, Option<String>) {
     let infos = tools.list();
     let mut messages = vec![Message::system(system_text(&infos))];
-    messages.extend(worked_example(&infos));
+    messages.extend(worked_example(&infos, task));
     messages.push(task_message(task, None, 0));
     let mut seen = HashSet::new();
     for round in 1..=max_rounds {

@@ -437,6 +437,18 @@ fn delete_file(conn: &Connection, id: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Words too common to rank by (memory recall and the search passages shown before a task's
+/// first round). Without them, an OR query over 100 000 facts would match nearly all of them
+/// and recall would slow to a full scan.
+pub const STOPWORDS: &[&str] = &[
+    "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
+    "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in",
+    "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please", "show", "so", "than",
+    "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "us", "was",
+    "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would",
+    "you", "your",
+];
+
 /// The words of a query, lowercased: runs of letters, digits and `_`. Everything else (quotes,
 /// `*`, `:`, `^`, brackets, AND/OR/NOT written as operators) only separates words.
 pub fn query_words(query: &str) -> Vec<String> {

@@ -18,17 +18,6 @@ const MAX_FACT_CHARS: usize = 400;
 /// [`extract_facts`] keeps at most this many units.
 const MAX_EXTRACTED: usize = 3;
 
-/// Words too common to rank by. Without them, an OR query over 100 000 facts would match
-/// nearly all of them and recall would slow to a full scan.
-const STOPWORDS: &[&str] = &[
-    "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
-    "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in",
-    "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please", "show", "so", "than",
-    "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "us", "was",
-    "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would",
-    "you", "your",
-];
-
 /// Which facts a ranking looks at.
 #[derive(Clone, Copy)]
 enum Visible {
@@ -273,7 +262,7 @@ pub fn fts_query(text: &str) -> Option<String> {
     let all: Vec<String> = words(text).filter(|w| seen.insert(w.clone())).collect();
     let content: Vec<&String> = all
         .iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| !crate::index::STOPWORDS.contains(&w.as_str()))
         .collect();
     let chosen: Vec<&String> = if content.is_empty() {
         all.iter().collect()
@@ -302,7 +291,7 @@ pub fn fts_query(text: &str) -> Option<String> {
 /// makes sense, and is found, on its own later. Returns nothing when nothing fits.
 pub fn extract_facts(task: &str, text: &str) -> Vec<String> {
     let task_terms: HashSet<String> = words(task)
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| !crate::index::STOPWORDS.contains(&w.as_str()))
         .collect();
     let units = units(text);
     if units.is_empty() {

@@ -69,6 +69,26 @@ pub const FUNCTIONS: &[&str] = &[
     "lcm",
 ];
 
+/// The most characters of one expression (the schema's `maxLength`): a model that falls into
+/// repetition (`2 * 2 * 2 * …`) closes the string there instead of running on to the step's
+/// limit.
+pub const MAX_EXPRESSION_CHARS: u64 = 160;
+
+/// The pattern `expression` is decoded under: the calculator's own lexicon, numbers,
+/// operators, parentheses, commas, the [`FUNCTIONS`] and the constants `pi` and `e`, with
+/// single spaces between. Units (`ounces/egg`), `=`, `x` for times or a stray word cannot be
+/// written, so an expression the model decodes can always be read (though it may still be
+/// wrong arithmetic, or divide by zero). Bounded by [`MAX_EXPRESSION_CHARS`] beside it.
+pub fn expression_pattern() -> String {
+    let mut names: Vec<&str> = FUNCTIONS.iter().copied().chain(["pi", "e"]).collect();
+    names.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    let number = "[0-9]{1,15}(?:[.][0-9]{1,12})?(?:[eE][-+]?[0-9]{1,3})?|[.][0-9]{1,12}";
+    format!(
+        "^(?:[ ]{{0,2}}(?:{number}|{}|[*][*]|[-+*/%^!(),×÷−]))+[ ]{{0,2}}$",
+        names.join("|")
+    )
+}
+
 /// The hint of an error that has none of its own.
 const GENERAL_HINT: &str = "write one expression with numbers, + - * / % ^ !, parentheses and \
                             the listed functions";
@@ -1302,7 +1322,15 @@ impl Tool for CalculatorTool {
     }
 
     fn args_schema(&self) -> Value {
-        schema_of::<CalculatorArgs>()
+        let mut schema = schema_of::<CalculatorArgs>();
+        if let Some(e) = schema
+            .pointer_mut("/properties/expression")
+            .and_then(Value::as_object_mut)
+        {
+            e.insert("pattern".into(), Value::String(expression_pattern()));
+            e.insert("maxLength".into(), MAX_EXPRESSION_CHARS.into());
+        }
+        schema
     }
 
     fn run(&self, args: &Value) -> Result<Observation, ToolError> {
@@ -1512,5 +1540,36 @@ mod tests {
         assert!(cited.chars().count() < 2 * EXCERPT_SIDE + 60, "{cited}");
         assert!(cited.contains("+*") && cited.contains('…'), "{cited}");
         assert_eq!(excerpt("1 +", 4), "`1 +`");
+    }
+    #[test]
+    fn the_expression_pattern_takes_what_the_calculator_reads_and_nothing_else() {
+        let re = regex::Regex::new(&expression_pattern()).unwrap();
+        for ok in [
+            "17 * 23",
+            "(12 + 8) * 3",
+            "sqrt(144)",
+            "2^10",
+            "2 ** 10",
+            "1.5e-3 * 4",
+            "max(3, 4) / 2",
+            "85 * 0.80 + 52.50",
+            "5!",
+            "-3 % 2",
+            "7 × 6",
+            ".5 + pi",
+        ] {
+            assert!(re.is_match(ok), "{ok}");
+            assert!(evaluate(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "10 * 10 ounces/egg",
+            "840 pounds / 7 days",
+            "25 - 5 = 20",
+            "7 x 6",
+            "$12 + 3",
+            "",
+        ] {
+            assert!(!re.is_match(bad), "{bad}");
+        }
     }
 }

@@ -22,6 +22,7 @@ pub mod recall;
 pub mod schema;
 pub mod search;
 pub mod sql;
+pub mod sql_pattern;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -183,6 +184,13 @@ pub trait Tool: Send + Sync {
     fn context_for(&self, _task: &str) -> Option<String> {
         None
     }
+    /// The schema a call's arguments are checked against, when it differs from
+    /// [`Tool::args_schema`]: a tool whose argument schema carries a decoding grammar that its
+    /// own errors explain better (the sql tool names the columns a query may use; its pattern
+    /// would only say "does not match") checks calls against the schema without it.
+    fn call_schema(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// Limits every call through a [`ToolRegistry`] obeys.
@@ -220,6 +228,9 @@ pub struct ToolInfo {
 pub struct ToolSources {
     /// The sql tool's database (`--db`); none leaves the tool out.
     pub db: Option<std::path::PathBuf>,
+    /// Decode the sql tool's queries under the pattern of the database's names
+    /// ([`sql::SqlOptions::names_pattern`]).
+    pub sql_names_pattern: bool,
     /// The search index; the search tool is there when the file exists.
     pub index: std::path::PathBuf,
     /// The memory file; `recall` is there when the file exists.
@@ -234,7 +245,8 @@ pub struct ToolSources {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
-    /// Each tool's argument schema, computed once at registration.
+    /// The schema each tool's calls are checked against ([`Tool::call_schema`], else its
+    /// argument schema), computed once at registration.
     schemas: BTreeMap<String, Value>,
     /// Tools that could not be set up, with the error a call to them returns.
     unavailable: BTreeMap<String, ToolError>,
@@ -296,7 +308,13 @@ impl ToolRegistry {
         let mut reg = ToolRegistry::new(options);
         reg.register(Arc::new(calculator::CalculatorTool))?;
         match &config.db {
-            Some(db) => match sql::SqlTool::open(db, sql::SqlOptions::default()) {
+            Some(db) => match sql::SqlTool::open(
+                db,
+                sql::SqlOptions {
+                    names_pattern: config.sql_names_pattern,
+                    ..Default::default()
+                },
+            ) {
                 Ok(t) => reg.register(Arc::new(t))?,
                 Err(e) => reg.mark_unavailable("sql", e),
             },
@@ -361,7 +379,8 @@ impl ToolRegistry {
             source,
         })?;
         self.unavailable.remove(&name);
-        self.schemas.insert(name.clone(), args_schema);
+        let checked = tool.call_schema().unwrap_or(args_schema);
+        self.schemas.insert(name.clone(), checked);
         self.tools.insert(name, tool);
         Ok(())
     }

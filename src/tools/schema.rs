@@ -8,8 +8,9 @@
 //!
 //! Supported: `type` (one name or a list), `properties`, `required`, `additionalProperties`
 //! (bool or schema), `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,
-//! `exclusiveMaximum`, `minLength`, `maxLength`, `items`, `minItems`,
-//! `maxItems`, `anyOf`; annotations (`description`, `title`, `default`, `examples`, `format`,
+//! `exclusiveMaximum`, `minLength`, `maxLength`, `pattern` (a regular expression the whole
+//! string must match where it is anchored, anywhere in it where it is not, as JSON Schema
+//! says), `items`, `minItems`, `maxItems`, `anyOf`; annotations (`description`, `title`, `default`, `examples`, `format`,
 //! `$schema`, `$comment`) are accepted and ignored.
 
 use std::fmt;
@@ -32,6 +33,7 @@ const KEYWORDS: &[&str] = &[
     "exclusiveMaximum",
     "minLength",
     "maxLength",
+    "pattern",
     "items",
     "minItems",
     "maxItems",
@@ -46,6 +48,26 @@ const ANNOTATIONS: &[&str] = &[
     "$schema",
     "$comment",
 ];
+
+/// The regular expression of a `pattern`, compiled once per process (the pattern cairn builds
+/// for the sql tool holds every table and column name).
+fn compiled(rx: &str) -> Result<std::sync::Arc<regex::Regex>, String> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<regex::Regex>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(re) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(rx) {
+        return Ok(re.clone());
+    }
+    let re = regex::Regex::new(rx).map_err(|e| e.to_string())?;
+    let re = Arc::new(re);
+    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if map.len() >= 64 {
+        map.clear();
+    }
+    map.insert(rx.to_string(), re.clone());
+    Ok(re)
+}
 
 /// Why a schema is not one cairn can use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -196,6 +218,17 @@ fn check_node(schema: &Value, path: &str) -> Result<(), SchemaError> {
             "minLength" | "maxLength" | "minItems" | "maxItems" => {
                 if !v.is_u64() {
                     return err(p, format!("`{key}` must be a whole number ≥ 0, found {v}"));
+                }
+            }
+            "pattern" => {
+                let Some(rx) = v.as_str() else {
+                    return err(p, format!("`pattern` must be a string, found {v}"));
+                };
+                if let Err(e) = compiled(rx) {
+                    return err(
+                        p,
+                        format!("`pattern` is not a regular expression cairn can use: {e}"),
+                    );
                 }
             }
             "const" => {}
@@ -365,6 +398,17 @@ fn validate_node(schema: &Value, value: &Value, path: &str, errors: &mut Vec<Val
             push(format!(
                 "the string has {n} characters, more than the maximum {m}"
             ));
+        }
+    }
+    if let (Some(s), Some(rx)) = (value.as_str(), obj.get("pattern").and_then(Value::as_str)) {
+        if let Ok(re) = compiled(rx) {
+            if !re.is_match(s) {
+                let shown: String = rx.chars().take(80).collect();
+                let more = if rx.chars().count() > 80 { "…" } else { "" };
+                push(format!(
+                    "the string does not match the pattern {shown}{more}"
+                ));
+            }
         }
     }
     if let Some(items) = value.as_array() {

@@ -17,6 +17,12 @@ pub const DEFAULT_TOP_K: usize = 5;
 /// How many file names the description of `search` lists.
 pub const MAX_LISTED_FILES: usize = 20;
 
+/// How many passages [`Tool::context_for`] shows before a task's first round.
+pub const CONTEXT_PASSAGES: usize = 2;
+
+/// The most characters of the passages shown before a task's first round.
+pub const CONTEXT_MAX_CHARS: usize = 800;
+
 /// The arguments of `search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -138,6 +144,43 @@ impl Tool for SearchTool {
              policies, rules, notes, descriptions. Full-text search; returns the best-matching \
              passages, each headed by file:line."
         )
+    }
+
+    /// The best passages for the task's own words (without the words too common to rank
+    /// by), so that a question about the documents starts with what they say: the small
+    /// models often do not choose `search` for such a question.
+    fn context_for(&self, task: &str) -> Option<String> {
+        let words: Vec<String> = crate::index::query_words(task)
+            .into_iter()
+            .filter(|w| w.chars().count() >= 3 && !crate::index::STOPWORDS.contains(&w.as_str()))
+            .collect();
+        if words.is_empty() {
+            return None;
+        }
+        let mut guard = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Index::open_read_only(&self.path).ok();
+        }
+        let hits = guard
+            .as_ref()?
+            .search(&words.join(" "), CONTEXT_PASSAGES)
+            .ok()?;
+        let mut body = String::new();
+        for h in hits {
+            let r = h.render();
+            if body.len() + r.len() > CONTEXT_MAX_CHARS {
+                break;
+            }
+            body.push_str(&r);
+        }
+        if body.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "Passages of the user's documents that share words with this task (found by \
+             searching them before the first step; call search for more):\n{}",
+            body.trim_end()
+        ))
     }
 
     fn args_schema(&self) -> Value {

@@ -65,7 +65,14 @@ pub struct SqlOptions {
     /// The schemas [`Tool::context_for`] adds to a task's message stop at this many
     /// characters.
     pub max_context_chars: usize,
+    /// Decode `query` under the pattern of [`super::sql_pattern`], built from the database's
+    /// own table and column names (a database with more than [`MAX_PATTERN_NAMES`] names gets
+    /// none: its pattern would be too large to keep the per-token mask cheap).
+    pub names_pattern: bool,
 }
+
+/// The most table and column names (together) a query pattern is built over.
+pub const MAX_PATTERN_NAMES: usize = 4000;
 
 impl Default for SqlOptions {
     fn default() -> Self {
@@ -79,12 +86,19 @@ impl Default for SqlOptions {
             max_schema_chars: 6000,
             max_names_chars: 2000,
             max_context_chars: 2000,
+            names_pattern: true,
         }
     }
 }
 
 /// How many characters of a text cell (and of a column name) are shown.
 const MAX_CELL_CHARS: usize = 200;
+
+/// How many tables [`Tool::context_for`] shows rows of.
+const SAMPLE_TABLES: usize = 2;
+
+/// How many rows of each such table it shows.
+const SAMPLE_ROWS: usize = 3;
 
 /// Room kept in a result for the line that counts the rows not shown.
 const ROW_NOTE_CHARS: usize = 200;
@@ -123,6 +137,8 @@ pub struct SqlTool {
     entries: Vec<TableEntry>,
     /// Whether the description shows every table's statement.
     complete: bool,
+    /// The pattern `query` is decoded under, when there is one.
+    pattern: Option<String>,
     options: SqlOptions,
 }
 
@@ -245,9 +261,30 @@ impl SqlTool {
             Some(move || epoch.elapsed().as_nanos() as u64 > d.load(Ordering::Relaxed)),
         )
         .map_err(|e| map_open_error(path, &e))?;
+        let pattern = if options.names_pattern && schema.tables.len() <= MAX_PATTERN_NAMES {
+            let mut names = schema.tables.clone();
+            for t in &schema.tables {
+                names.extend(
+                    columns_of_named_tables(&conn, t, std::slice::from_ref(t))
+                        .into_iter()
+                        .map(|c| c[t.len() + 1..].to_string()),
+                );
+            }
+            (names.len() <= MAX_PATTERN_NAMES).then(|| {
+                let pragmas: Vec<&str> = READ_PRAGMAS_WITH_ARG
+                    .iter()
+                    .chain(READ_PRAGMAS_QUERY)
+                    .copied()
+                    .collect();
+                super::sql_pattern::query_pattern(&names, &pragmas)
+            })
+        } else {
+            None
+        };
         conn.authorizer(Some(authorize))
             .map_err(|e| map_open_error(path, &e))?;
         Ok(SqlTool {
+            pattern,
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             deadline,
@@ -263,6 +300,57 @@ impl SqlTool {
     /// The tables of the database, sorted.
     pub fn tables(&self) -> &[String] {
         &self.tables
+    }
+
+    /// A few rows of each of `tables`, for the context shown before a task's first round:
+    /// rows that hold one of `words` when there are any, else the first rows; at most
+    /// [`SAMPLE_ROWS`] a table and [`SqlOptions::max_context_chars`] in all. Tables whose query
+    /// fails are left out.
+    fn sample_rows<'a>(&self, tables: impl Iterator<Item = &'a str>, words: &[String]) -> String {
+        let mut out = String::new();
+        for t in tables {
+            let quoted = format!("\"{}\"", t.replace('"', "\"\""));
+            let columns: Vec<String> = {
+                let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+                let q = format!("PRAGMA table_info({quoted})");
+                let Ok(mut stmt) = conn.prepare(&q) else {
+                    continue;
+                };
+                let Ok(names) = stmt.query_map([], |r| r.get::<_, String>(1)) else {
+                    continue;
+                };
+                names.flatten().collect()
+            };
+            if columns.is_empty() {
+                continue;
+            }
+            let row_text = columns
+                .iter()
+                .map(|c| format!("coalesce(\"{}\", '')", c.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" || ' ' || ");
+            // `words_of` keeps letters and digits only, so a word cannot end the literal.
+            let any_word = words
+                .iter()
+                .map(|w| format!("({row_text}) LIKE '%{w}%'"))
+                .collect::<Vec<_>>()
+                .join(" OR ");
+            let matching = format!("SELECT * FROM {quoted} WHERE {any_word} LIMIT {SAMPLE_ROWS}");
+            let first = format!("SELECT * FROM {quoted} LIMIT {SAMPLE_ROWS}");
+            let shown = match self.query(&matching) {
+                Ok(r) if !r.contains("(no rows)") => r,
+                _ => match self.query(&first) {
+                    Ok(r) => r,
+                    Err(_) => continue,
+                },
+            };
+            let block = format!("-- {t}\n{}\n", shown.trim_end());
+            if out.len() + block.len() > self.options.max_context_chars {
+                break;
+            }
+            out.push_str(&block);
+        }
+        out
     }
 
     /// Runs one query and formats the result as a compact table.
@@ -867,9 +955,6 @@ impl Tool for SqlTool {
     /// the tables whose names or columns share words with the task, best matches first (a
     /// word in the name counts three times one in the columns), within `max_context_chars`.
     fn context_for(&self, task: &str) -> Option<String> {
-        if self.complete {
-            return None;
-        }
         let words = words_of(task);
         if words.is_empty() {
             return None;
@@ -877,7 +962,6 @@ impl Tool for SqlTool {
         let mut scored: Vec<(usize, &TableEntry)> = self
             .entries
             .iter()
-            .filter(|e| !e.in_description)
             .filter_map(|e| {
                 let in_name = words_of(&e.name);
                 let in_sql = words_of(&e.sql);
@@ -897,27 +981,62 @@ impl Tool for SqlTool {
             })
             .collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
-        let mut body = String::new();
-        for (_, e) in scored {
-            if body.len() + e.sql.len() + 2 > self.options.max_context_chars {
+        let mut parts = Vec::new();
+        let mut schemas = String::new();
+        for (_, e) in scored.iter().filter(|(_, e)| !e.in_description) {
+            if schemas.len() + e.sql.len() + 2 > self.options.max_context_chars {
                 continue;
             }
-            body.push_str(&e.sql);
-            body.push_str(";\n");
+            schemas.push_str(&e.sql);
+            schemas.push_str(";\n");
         }
-        if body.is_empty() {
-            return None;
+        if !schemas.is_empty() {
+            parts.push(format!(
+                "Tables of the sql database that match this task's words (the sql tool's \
+                 description could not show all {} tables):\n{}",
+                self.tables.len(),
+                schemas.trim_end()
+            ));
         }
-        Some(format!(
-            "Tables of the sql database that match this task's words (the sql tool's \
-             description could not show all {} tables):\n{}",
-            self.tables.len(),
-            body.trim_end()
-        ))
+        let rows = self.sample_rows(
+            scored
+                .iter()
+                .take(SAMPLE_TABLES)
+                .map(|(_, e)| e.name.as_str()),
+            &words,
+        );
+        if !rows.is_empty() {
+            parts.push(format!(
+                "Some rows of the tables this task's words point to (read before the first \
+                 step; query the sql tool for the answer):\n{}",
+                rows.trim_end()
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+
+    /// Calls are checked without the pattern: SQLite's own error, with the columns the query
+    /// may use, says more than "does not match the pattern" (a query from the model always
+    /// matches it; one from `cairn tools call` or a baseline may not).
+    fn call_schema(&self) -> Option<Value> {
+        Some(schema_of::<SqlArgs>())
     }
 
     fn args_schema(&self) -> Value {
-        schema_of::<SqlArgs>()
+        let mut schema = schema_of::<SqlArgs>();
+        if let (Some(p), Some(q)) = (
+            &self.pattern,
+            schema
+                .pointer_mut("/properties/query")
+                .and_then(Value::as_object_mut),
+        ) {
+            q.insert("pattern".into(), Value::String(p.clone()));
+            q.insert(
+                "maxLength".into(),
+                super::sql_pattern::MAX_QUERY_CHARS.into(),
+            );
+        }
+        schema
     }
 
     fn run(&self, args: &Value) -> Result<Observation, ToolError> {

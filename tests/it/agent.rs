@@ -475,7 +475,7 @@ fn a_task_longer_than_the_context_stops_with_budget_before_any_round() {
 
 #[test]
 fn a_step_cut_off_by_the_token_limit_is_a_failed_round_shown_to_the_model() {
-    let long = calc("1 + ".repeat(80).trim_end_matches(" + "));
+    let long = calc("1 + ".repeat(38).trim_end_matches(" + "));
     let (mut a, _) = agent(
         vec![long, answer("short")],
         registry(vec![]),
@@ -643,4 +643,76 @@ fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
         "{obs}"
     );
     assert_eq!(r.answer, "I cannot compute that.");
+}
+
+/// Issue 19: a final answer whose numbers appear in no result, the task or its context is
+/// sent back once, naming them; the model computes them and answers again. A second answer
+/// is accepted whatever it holds (the check runs once per task), and an answer whose numbers
+/// come from the results (allowing rounding) passes at once.
+#[test]
+fn an_answer_with_numbers_found_nowhere_is_sent_back_once() {
+    let (mut a, events) = agent(
+        vec![
+            answer("It is 240."),
+            calc("300 / 2 - 30"),
+            answer("It is 120."),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(
+        "Two rooms total 300 square feet; one is 60 larger. How large is the smaller?",
+        None,
+    );
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(r.answer, "It is 120.");
+    assert_eq!(r.rounds, 3);
+    let checks: Vec<Vec<String>> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::EvidenceCheck { unsupported, .. } => Some(unsupported.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(checks, vec![vec!["240".to_string()]]);
+    let text = last_prompt_text(a.policy());
+    assert!(
+        text.contains("[check: 240 in your answer does not appear"),
+        "{text}"
+    );
+
+    // Once per task: the second unsupported answer stands.
+    let (mut a, _) = agent(
+        vec![answer("7"), answer("8")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("Pick a number.", None);
+    assert_eq!(r.answer, "8");
+    assert_eq!(r.rounds, 2);
+
+    // Supported by a result, with rounding: accepted at once.
+    let (mut a, events) = agent(
+        vec![calc("289 / 10"), answer("28.90 kg")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("What is 289 divided by ten, in kg?", None);
+    assert_eq!(r.answer, "28.90 kg");
+    assert!(!events
+        .kinds()
+        .iter()
+        .any(|k| matches!(k, EventKind::EvidenceCheck { .. })));
+
+    // Off with the option.
+    let (mut a, _) = agent(
+        vec![answer("It is 240.")],
+        registry(vec![]),
+        AgentOptions {
+            evidence_check: false,
+            ..AgentOptions::default()
+        },
+    );
+    assert_eq!(a.run_task("How large?", None).answer, "It is 240.");
 }

@@ -424,3 +424,79 @@ fn default_preset_writes_valid_agent_steps() {
     }
     eprintln!("actions: {actions:?}");
 }
+
+/// Issue 19: the sql tool's query is decoded under a pattern built from the live database's
+/// own names. The pattern compiles inside a step schema, and whatever a random-weight model
+/// writes under it validates and names only tables and columns the database has (and SQLite
+/// functions): a made-up column or another dialect's function cannot be decoded.
+#[test]
+fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    use cairn::tools::Tool;
+    let db = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/shop.sqlite");
+    let tool = SqlTool::open(&db, SqlOptions::default()).expect("open the example database");
+    let args = tool.args_schema();
+    let pattern = args["properties"]["query"]["pattern"]
+        .as_str()
+        .expect("the query has a pattern")
+        .to_string();
+    let re = regex::Regex::new(&pattern).expect("the pattern is a valid regex");
+    // Every word of a decoded query: keywords, functions, short aliases and these names.
+    let words = regex::Regex::new(r"'(?:[^']|'')*'|[A-Za-z_][A-Za-z0-9_]*").unwrap();
+    let validator = jsonschema::validator_for(&args).unwrap();
+    let (_dir, path) = tiny_model(&TinySpec::qwen2());
+    let lm = load(&path);
+    let compiler = compiler(&lm);
+    // The whole step schema compiles with the pattern inside.
+    compiler
+        .compile(
+            &ConstraintSpec::JsonSchema(step_schema(&[StepTool::new("sql", args.clone())])),
+            "step",
+        )
+        .expect("the step schema with the sql pattern compiles");
+    let spec = ConstraintSpec::JsonSchema(args.clone());
+    let mut complete = 0;
+    for seed in 0..40u64 {
+        let g = run(&lm, &compiler, &spec, "q:", 80, hot(seed));
+        if g.incomplete {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&g.text).expect("JSON");
+        assert!(validator.is_valid(&value), "seed {seed}: {}", g.text);
+        let q = value["query"].as_str().unwrap();
+        assert!(re.is_match(q), "seed {seed}: {q}");
+        for w in words.find_iter(q).map(|m| m.as_str()) {
+            if w.starts_with('\'') || w.len() <= 2 {
+                continue;
+            }
+            let lower = w.to_ascii_lowercase();
+            assert!(
+                ![
+                    "qty",
+                    "purchases",
+                    "year",
+                    "extract",
+                    "employees",
+                    "order_date"
+                ]
+                .contains(&lower.as_str()),
+                "seed {seed}: {q} names {w}"
+            );
+        }
+        complete += 1;
+    }
+    assert!(complete >= 5, "only {complete} of 40 queries completed");
+    // And the pattern itself refuses what the issue saw the models write (the column is
+    // `quantity` here, the date `ordered_on`), and takes the real names.
+    for bad in [
+        "SELECT SUM(o.qty) FROM orders o",
+        "SELECT YEAR(ordered_on) FROM orders",
+        "SELECT EXTRACT(year FROM ordered_on) FROM orders",
+        "SELECT * FROM purchases",
+    ] {
+        assert!(!re.is_match(bad), "{bad}");
+    }
+    assert!(re.is_match(
+        "SELECT SUM(p.price * o.quantity) FROM orders o JOIN products p ON p.id = o.product_id WHERE strftime('%Y', o.ordered_on) = '2024'"
+    ));
+}

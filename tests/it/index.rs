@@ -279,3 +279,29 @@ fn search_output_shows_control_characters_instead_of_sending_them() {
     assert!(text.contains("\\x1b[31mred\\x07 alert"), "{text}");
     assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
 }
+
+/// Issue 19: before a task's first round the search tool offers the best passages for the
+/// task's own words (without the words too common to rank by), headed by file:line; a task
+/// whose words are all common, or that nothing matches, gets none.
+#[test]
+fn search_context_shows_the_passages_that_match_the_task() {
+    use cairn::tools::Tool;
+    let dir = tempfile::tempdir().unwrap();
+    docs(dir.path());
+    let idx_path = dir.path().join("idx.sqlite");
+    let mut idx = Index::open_or_create(&idx_path).unwrap();
+    idx.update(&[dir.path().to_path_buf()]).unwrap();
+    drop(idx);
+    let tool = SearchTool::new(&idx_path);
+    let ctx = tool
+        .context_for("Which server does the deploy script copy the build to?")
+        .expect("passages for a task about the documents");
+    assert!(ctx.contains("deploy.md:5"), "{ctx}");
+    assert!(ctx.contains("staging server"), "{ctx}");
+    assert!(
+        ctx.len() <= cairn::tools::search::CONTEXT_MAX_CHARS + 200,
+        "{ctx}"
+    );
+    assert_eq!(tool.context_for("What is it and how is it?"), None);
+    assert_eq!(tool.context_for("zebra quantum"), None);
+}

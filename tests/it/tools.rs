@@ -656,6 +656,7 @@ args = { type = "object" }
     let sources = cairn::tools::ToolSources {
         tools: Some(m),
         db: None,
+        sql_names_pattern: true,
         index: dir.path().join("no-index"),
         memory: dir.path().join("no-memory"),
         memory_decay: 0.9,

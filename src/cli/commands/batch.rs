@@ -45,9 +45,11 @@ pub struct EvalArgs {
     /// The suite: batch lines with "expect": [accepted answers] and an optional "kind".
     #[arg(value_name = "SUITE.jsonl")]
     pub suite: PathBuf,
-    /// Also run this baseline on the same model and tools, side by side (`naive`).
-    #[arg(long, value_name = "NAME", value_parser = ["naive"])]
-    pub baseline: Option<String>,
+    /// Also run these baselines on the same model, side by side: `naive` (the loop without
+    /// schema, retries or guards, same tools) and `alone` (the model answering by itself,
+    /// reasoning step by step, no tools). Repeat the flag or separate names with commas.
+    #[arg(long, value_name = "NAME", value_parser = ["naive", "alone"], value_delimiter = ',')]
+    pub baseline: Vec<String>,
     /// Write the markdown report to FILE.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -303,8 +305,11 @@ pub fn eval(config: &Config, printer: &Printer, args: &EvalArgs) -> anyhow::Resu
         );
     }
     let mut kinds = vec![LoopKind::Cairn];
-    if args.baseline.is_some() {
-        kinds.push(LoopKind::Naive);
+    for b in &args.baseline {
+        let kind = LoopKind::baseline(b).with_context(|| format!("no baseline named {b}"))?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
     }
     let mut reports = Vec::new();
     let mut all_lines = Vec::new();
@@ -340,6 +345,9 @@ pub fn eval(config: &Config, printer: &Printer, args: &EvalArgs) -> anyhow::Resu
         let mut v = serde_json::to_value(&reports[0])?;
         if let Some(b) = reports.get(1) {
             v["baseline"] = serde_json::to_value(b)?;
+        }
+        if reports.len() > 1 {
+            v["baselines"] = serde_json::to_value(&reports[1..])?;
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {

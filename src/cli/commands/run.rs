@@ -54,6 +54,19 @@ pub struct AgentArgs {
     /// when it rates it below THRESHOLD (default 0.5).
     #[arg(long, value_name = "THRESHOLD", num_args = 0..=1, default_missing_value = "0.5")]
     pub self_check: Option<f64>,
+    /// Do not show what the tools find for the task before its first round (the search
+    /// passages that share its words, the database rows its words point to); the model then
+    /// sees only the tools' descriptions until it calls them.
+    #[arg(long)]
+    pub no_task_context: bool,
+    /// Accept a final answer even when it holds numbers found in no tool result, the task or
+    /// its context (by default such an answer is sent back once, naming the numbers).
+    #[arg(long)]
+    pub no_evidence_check: bool,
+    /// Show no worked example before the task (by default the one of cairn's bank closest
+    /// to the task is shown, for the model to follow).
+    #[arg(long)]
+    pub no_examples: bool,
     /// Write one JSON event per line to FILE (appended): prompts, steps with token counts and
     /// timings, tool calls and results, retries, circuits, trims, the stop.
     #[arg(long, value_name = "FILE")]
@@ -107,6 +120,9 @@ impl AgentArgs {
                 .unwrap_or(AgentOptions::default().max_step_tokens),
             self_check: self.self_check,
             memory_decay: config.memory_decay,
+            task_context: !self.no_task_context,
+            evidence_check: !self.no_evidence_check,
+            examples: !self.no_examples,
             ..AgentOptions::default()
         };
         o.validate().map_err(anyhow::Error::msg)?;

@@ -1,0 +1,131 @@
+//! The evidence check of a final answer: every number in it must appear in what the model was
+//! shown (the task, the tools' results, the context before round 1, earlier turns, facts),
+//! allowing for rounding. A number found nowhere was made up or computed in the model's head,
+//! which is where the small models go wrong (a price never looked up, a sum never computed);
+//! the loop then says which numbers, once per task, and lets the model look them up or compute
+//! them before answering again.
+
+/// The numbers written in `text`: runs of digits with an optional sign, thousands commas
+/// (`1,234`) and a decimal part. A number glued to letters (`Q4`, `2nd`, `v1`) is part of a
+/// word, not a quantity, and is left out.
+pub fn numbers(text: &str) -> Vec<(String, f64)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit()
+            || (i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+        {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut end = i;
+        while end < b.len() {
+            let c = b[end];
+            let digit_after = b.get(end + 1).is_some_and(u8::is_ascii_digit);
+            if c.is_ascii_digit() || ((c == b',' || c == b'.') && digit_after) {
+                end += 1;
+            } else {
+                break;
+            }
+        }
+        i = end;
+        if b.get(end).is_some_and(|c| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        let raw = &text[start..end];
+        let negative = start > 0 && b[start - 1] == b'-';
+        let clean: String = raw.chars().filter(|&c| c != ',').collect();
+        if let Ok(v) = clean.parse::<f64>() {
+            out.push((raw.to_string(), if negative { -v } else { v }));
+        }
+    }
+    out
+}
+
+/// Decimal places written in `raw` (`"28.90"` → 2).
+fn decimals(raw: &str) -> i32 {
+    raw.rsplit_once('.')
+        .map_or(0, |(_, d)| d.len().min(12) as i32)
+}
+
+/// Whether `x` (written `raw`) is `e`, or `e` rounded to the places `raw` shows.
+fn same(raw: &str, x: f64, e: f64) -> bool {
+    let (x, e) = (x.abs(), e.abs());
+    if (x - e).abs() <= 1e-9 * e.max(1.0) {
+        return true;
+    }
+    let scale = 10f64.powi(decimals(raw));
+    ((e * scale).round() - x * scale).abs() < 1e-6
+}
+
+/// The numbers of `answer` that appear in none of `evidence` (by value, allowing rounding),
+/// in the order written, each once.
+pub fn unsupported(answer: &str, evidence: &[&str]) -> Vec<String> {
+    let known: Vec<f64> = evidence
+        .iter()
+        .flat_map(|t| numbers(t).into_iter().map(|(_, v)| v))
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for (raw, x) in numbers(answer) {
+        if !known.iter().any(|&e| same(&raw, x, e)) && !out.contains(&raw) {
+            out.push(raw);
+        }
+    }
+    out
+}
+
+/// What the loop tells the model when its answer holds `numbers` found nowhere.
+pub fn check_message(numbers: &[String]) -> String {
+    let list = numbers.join(", ");
+    let (it, does) = if numbers.len() == 1 {
+        ("it", "does")
+    } else {
+        ("them", "do")
+    };
+    format!(
+        "[check: {list} in your answer {does} not appear in the task or in any tool result. \
+         If {it} comes from arithmetic, compute {it} with the calculator; if from the data, look {it} up. \
+         Then give the final_answer again, based on the results.]"
+    )
+    .replace("If them comes", "If they come")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_read_with_commas_decimals_and_signs_but_not_inside_words() {
+        let n: Vec<f64> = numbers("It costs 1,234.50 euros, -3 degrees, Q4_K and 2nd place; 7.")
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(n, vec![1234.5, -3.0, 7.0]);
+    }
+
+    #[test]
+    fn an_answer_is_supported_by_its_evidence_allowing_rounding() {
+        let ev = [
+            "Result of calculator:\n269.70000000000005",
+            "Task: What would 3 Helmet Pro cost?",
+        ];
+        assert!(unsupported("3 Helmet Pro cost 269.7 euros.", &ev).is_empty());
+        assert!(unsupported("28.9 kg", &["28.945"]).is_empty());
+        assert_eq!(
+            unsupported(
+                "Martha's bedroom is 240 square feet, 2 rooms.",
+                &["300 and 60, 2"]
+            ),
+            ["240"]
+        );
+        assert_eq!(unsupported("1,200 or 1200", &["5"]), ["1,200", "1200"]);
+    }
+
+    #[test]
+    fn the_message_names_the_numbers() {
+        assert!(check_message(&["240".into()]).contains("240 in your answer does not appear"));
+        assert!(check_message(&["1".into(), "2".into()]).contains("If they come from arithmetic"));
+    }
+}

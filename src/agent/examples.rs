@@ -1,0 +1,265 @@
+//! Worked examples chosen per task. Small models copy the pattern they are shown: one fixed
+//! example (a calculator call) taught the 0.5B model to answer every word problem with one
+//! expression and to repeat the example's answer sentence ("The shop sells 126 bottles…") in
+//! unrelated tasks. So the loop keeps a bank of whole worked tasks of different kinds (a
+//! multi-step word problem, a lookup, a lookup then arithmetic, a search, a search then
+//! arithmetic, a count, no tool at all), over data of their own (a theatre, a bakery) that is
+//! not the user's, and shows the one closest to the task: BM25 over each example's task text
+//! and a few words typical of its kind, among the examples whose tools are all available.
+
+use std::collections::HashSet;
+
+use super::prompt::observation_text;
+use crate::model::template::Message;
+use crate::tools::ToolInfo;
+
+/// One worked task: the task, its steps (the step JSON and the tool's result), the final
+/// answer step, and what it is chosen by.
+pub struct Example {
+    /// A short name, for the trace.
+    pub name: &'static str,
+    /// The task text.
+    pub task: &'static str,
+    /// Words typical of tasks of this kind, added to the task text for ranking.
+    pub cues: &'static str,
+    /// The tools the example calls.
+    pub tools: &'static [&'static str],
+    /// (step JSON, tool, result) per tool call, in order.
+    pub calls: &'static [(&'static str, &'static str, &'static str)],
+    /// The final step JSON.
+    pub answer: &'static str,
+}
+
+/// The bank.
+pub const BANK: &[Example] = &[
+    Example {
+        name: "word_problem",
+        task: "A bakery bakes 45 rolls an hour for 6 hours. It sells all of them but 38. How many rolls does it sell?",
+        cues: "each every per total left remaining more less times half twice buys sells gives has had spends pays earns costs how many much if then after altogether",
+        tools: &["calculator"],
+        calls: &[
+            (
+                r#"{"thought":"Steps: rolls baked = 45 per hour times 6 hours; rolls sold = rolls baked minus the 38 not sold. First, rolls baked.","action":"calculator","args":{"expression":"45 * 6"}}"#,
+                "calculator",
+                "270",
+            ),
+            (
+                r#"{"thought":"It bakes 270 rolls. Sold = 270 minus 38.","action":"calculator","args":{"expression":"270 - 38"}}"#,
+                "calculator",
+                "232",
+            ),
+        ],
+        answer: r#"{"thought":"270 baked, 38 not sold: 232 sold.","action":"final_answer","args":{"answer":"The bakery sells 232 rolls."}}"#,
+    },
+    Example {
+        name: "percent_problem",
+        task: "A coat costs 80 euros. Its price is cut by 15%, then a 10 euro voucher is used. What is paid?",
+        cues: "percent discount reduced increase off sale rate share fraction ratio average",
+        tools: &["calculator"],
+        calls: &[
+            (
+                r#"{"thought":"Steps: the price after the 15% cut is 80 times 0.85; then 10 euros less. First, the cut price.","action":"calculator","args":{"expression":"80 * (1 - 0.15)"}}"#,
+                "calculator",
+                "68",
+            ),
+            (
+                r#"{"thought":"After the cut the coat costs 68 euros; the voucher takes 10 off.","action":"calculator","args":{"expression":"68 - 10"}}"#,
+                "calculator",
+                "58",
+            ),
+        ],
+        answer: r#"{"thought":"68 minus 10 is 58.","action":"final_answer","args":{"answer":"58 euros is paid for the coat."}}"#,
+    },
+    Example {
+        name: "lookup",
+        task: "How many seats does the Blue Hall have?",
+        cues: "which who what when price stock name city date list record table database",
+        tools: &["sql"],
+        calls: &[(
+            r#"{"thought":"The halls table has each hall's seats; look up the Blue Hall.","action":"sql","args":{"query":"SELECT seats FROM halls WHERE name = 'Blue Hall'"}}"#,
+            "sql",
+            "seats\n420",
+        )],
+        answer: r#"{"thought":"The result gives the seats.","action":"final_answer","args":{"answer":"The Blue Hall has 420 seats."}}"#,
+    },
+    Example {
+        name: "lookup_then_arithmetic",
+        task: "What do 4 tickets for Hamlet cost?",
+        cues: "cost total buy order times value worth together",
+        tools: &["sql", "calculator"],
+        calls: &[
+            (
+                r#"{"thought":"Steps: look up the ticket price of Hamlet, then multiply it by 4. First, the price.","action":"sql","args":{"query":"SELECT price FROM shows WHERE title = 'Hamlet'"}}"#,
+                "sql",
+                "price\n32.5",
+            ),
+            (
+                r#"{"thought":"A ticket costs 32.5; 4 tickets cost 4 times that.","action":"calculator","args":{"expression":"4 * 32.5"}}"#,
+                "calculator",
+                "130",
+            ),
+        ],
+        answer: r#"{"thought":"4 tickets at 32.5 cost 130.","action":"final_answer","args":{"answer":"4 tickets for Hamlet cost 130 euros."}}"#,
+    },
+    Example {
+        name: "count",
+        task: "How many shows are on in May 2024?",
+        cues: "how many number of count most least highest lowest average sum per month year",
+        tools: &["sql"],
+        calls: &[(
+            r#"{"thought":"Count the shows whose date is in May 2024; dates are written YYYY-MM-DD.","action":"sql","args":{"query":"SELECT COUNT(*) FROM shows WHERE date LIKE '2024-05-%'"}}"#,
+            "sql",
+            "COUNT(*)\n3",
+        )],
+        answer: r#"{"thought":"The count is 3.","action":"final_answer","args":{"answer":"3 shows are on in May 2024."}}"#,
+    },
+    Example {
+        name: "search",
+        task: "How early should visitors arrive for a guided tour?",
+        cues: "policy rule rules allowed must should how long days hours email contact phone says documents notes guide opening",
+        tools: &["search"],
+        calls: &[(
+            r#"{"thought":"The visitor rules are in the documents; search them.","action":"search","args":{"query":"guided tour arrive"}}"#,
+            "search",
+            "visitors.md:4\n  Guided tours start on the hour. Please arrive 15 minutes early.",
+        )],
+        answer: r#"{"thought":"The rules say 15 minutes early.","action":"final_answer","args":{"answer":"Visitors should arrive 15 minutes before a guided tour."}}"#,
+    },
+    Example {
+        name: "search_then_arithmetic",
+        task: "The cloakroom charges per item. What do 3 coats cost?",
+        cues: "fee fees charge charges per night per day rate costs",
+        tools: &["search", "calculator"],
+        calls: &[
+            (
+                r#"{"thought":"Steps: find the cloakroom fee in the documents, then multiply it by 3. First, the fee.","action":"search","args":{"query":"cloakroom fee per item"}}"#,
+                "search",
+                "visitors.md:9\n  The cloakroom costs 1.50 euros per item.",
+            ),
+            (
+                r#"{"thought":"The fee is 1.50 per item; 3 coats cost 3 times that.","action":"calculator","args":{"expression":"3 * 1.50"}}"#,
+                "calculator",
+                "4.5",
+            ),
+        ],
+        answer: r#"{"thought":"3 items at 1.50 make 4.50.","action":"final_answer","args":{"answer":"3 coats cost 4.50 euros in the cloakroom."}}"#,
+    },
+];
+
+/// Words too common to choose an example by.
+const COMMON: &[&str] = &[
+    "a", "an", "the", "is", "are", "was", "of", "to", "in", "on", "for", "and", "it", "its", "do",
+    "does", "what", "i", "my", "me", "you", "your", "be", "at", "by", "with", "this", "that",
+];
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_lowercase)
+        .filter(|w| !COMMON.contains(&w.as_str()))
+        .collect()
+}
+
+/// The example of [`BANK`] closest to `task` among those whose tools are all in `tools`
+/// (BM25, k1 = 1.2, b = 0.75, over each example's task and cues); `None` when none is usable
+/// or none shares a word with the task.
+pub fn choose(task: &str, tools: &[ToolInfo]) -> Option<&'static Example> {
+    let have: HashSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let usable: Vec<&Example> = BANK
+        .iter()
+        .filter(|e| e.tools.iter().all(|t| have.contains(t)))
+        .collect();
+    let docs: Vec<Vec<String>> = usable
+        .iter()
+        .map(|e| words(&format!("{} {}", e.task, e.cues)))
+        .collect();
+    if docs.is_empty() {
+        return None;
+    }
+    let n = docs.len() as f64;
+    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let mut query = words(task);
+    query.sort();
+    query.dedup();
+    let mut best: Option<(f64, usize)> = None;
+    for (i, d) in docs.iter().enumerate() {
+        let mut score = 0.0;
+        for q in &query {
+            let df = docs.iter().filter(|d| d.contains(q)).count() as f64;
+            let tf = d.iter().filter(|w| *w == q).count() as f64;
+            if tf == 0.0 {
+                continue;
+            }
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avg));
+        }
+        if score > 0.0 && best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, i));
+        }
+    }
+    best.map(|(_, i)| usable[i])
+}
+
+/// The messages of `example`, as an earlier task of the conversation.
+pub fn messages(example: &Example) -> Vec<Message> {
+    let mut m = vec![Message::user(format!("Task: {}", example.task))];
+    for (step, tool, result) in example.calls {
+        m.push(Message::assistant(*step));
+        m.push(Message::tool(observation_text(tool, result)));
+    }
+    m.push(Message::assistant(example.answer));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn info(name: &str) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: String::new(),
+            args_schema: json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn every_example_is_made_of_valid_steps() {
+        for e in BANK {
+            for (step, tool, _) in e.calls {
+                let v: Value = serde_json::from_str(step).unwrap_or_else(|_| panic!("{}", e.name));
+                assert_eq!(v["action"], *tool, "{}", e.name);
+                assert!(e.tools.contains(tool), "{}", e.name);
+            }
+            let v: Value = serde_json::from_str(e.answer).unwrap();
+            assert_eq!(v["action"], "final_answer", "{}", e.name);
+        }
+    }
+
+    #[test]
+    fn the_closest_usable_example_is_chosen() {
+        let all = [info("calculator"), info("sql"), info("search")];
+        let name = |task: &str, tools: &[ToolInfo]| choose(task, tools).map(|e| e.name);
+        assert_eq!(
+            name("Tom has 12 apples and gives half of them to each of his 3 friends. How many are left?", &all),
+            Some("word_problem")
+        );
+        assert_eq!(
+            name("What is the price of the Helmet Pro?", &all),
+            Some("lookup")
+        );
+        assert_eq!(
+            name(
+                "Which email address handles warranty claims according to the rules?",
+                &all
+            ),
+            Some("search")
+        );
+        // Only calculator examples when the calculator is the only tool.
+        let calc = [info("calculator")];
+        assert!(choose("Which email address handles claims?", &calc)
+            .is_none_or(|e| e.tools == ["calculator"]));
+        assert!(choose("anything", &[]).is_none());
+    }
+}

@@ -1,0 +1,265 @@
+//! The pattern a `sql` query is decoded under, built from the live database's own schema: every
+//! word of the query is an SQLite keyword or function, a table or column name that exists (in
+//! any letter case, or double-quoted), a short alias (one or two letters, as in `o.qty`), a
+//! name given with `AS`, a number, or text inside a string literal. So the model cannot name a
+//! table or column the database does not have (`o.quantity` where the column is `qty`), nor
+//! call a function SQLite lacks (`YEAR(order_date)`, `EXTRACT(year FROM …)`), and the query is
+//! bounded in length ([`MAX_QUERY_CHARS`]).
+//!
+//! The pattern is a regular expression in the JSON Schema `pattern` of the tool's `query`
+//! argument, so it constrains the step like any other schema keyword; a table or column whose
+//! name is a keyword or needs quoting can always be written double-quoted.
+
+/// SQLite keywords a read-only query uses (matched in upper, lower or capitalised form).
+const KEYWORDS: &[&str] = &[
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "AND",
+    "OR",
+    "NOT",
+    "IN",
+    "IS",
+    "NULL",
+    "LIKE",
+    "GLOB",
+    "BETWEEN",
+    "EXISTS",
+    "AS",
+    "ON",
+    "JOIN",
+    "INNER",
+    "LEFT",
+    "RIGHT",
+    "FULL",
+    "OUTER",
+    "CROSS",
+    "NATURAL",
+    "USING",
+    "GROUP",
+    "BY",
+    "HAVING",
+    "ORDER",
+    "ASC",
+    "DESC",
+    "NULLS",
+    "FIRST",
+    "LAST",
+    "LIMIT",
+    "OFFSET",
+    "DISTINCT",
+    "ALL",
+    "UNION",
+    "INTERSECT",
+    "EXCEPT",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+    "WITH",
+    "RECURSIVE",
+    "CAST",
+    "COLLATE",
+    "NOCASE",
+    "ESCAPE",
+    "TRUE",
+    "FALSE",
+    "INTEGER",
+    "INT",
+    "REAL",
+    "TEXT",
+    "NUMERIC",
+    "FLOAT",
+    "BLOB",
+    "CURRENT_DATE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "PRAGMA",
+    "OVER",
+    "PARTITION",
+    "ROWID",
+];
+
+/// SQLite's functions (core, date and time, aggregate, window, math).
+const FUNCTIONS: &[&str] = &[
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "TOTAL",
+    "GROUP_CONCAT",
+    "ROUND",
+    "ABS",
+    "LOWER",
+    "UPPER",
+    "LENGTH",
+    "SUBSTR",
+    "SUBSTRING",
+    "TRIM",
+    "LTRIM",
+    "RTRIM",
+    "REPLACE",
+    "INSTR",
+    "COALESCE",
+    "IFNULL",
+    "NULLIF",
+    "IIF",
+    "DATE",
+    "TIME",
+    "DATETIME",
+    "JULIANDAY",
+    "STRFTIME",
+    "UNIXEPOCH",
+    "PRINTF",
+    "FORMAT",
+    "TYPEOF",
+    "SIGN",
+    "CEIL",
+    "CEILING",
+    "FLOOR",
+    "SQRT",
+    "POWER",
+    "POW",
+    "MOD",
+    "ROW_NUMBER",
+    "RANK",
+    "DENSE_RANK",
+];
+
+/// Names every database has (the schema table and its columns).
+const SCHEMA_NAMES: &[&str] = &[
+    "sqlite_master",
+    "sqlite_schema",
+    "name",
+    "type",
+    "sql",
+    "tbl_name",
+];
+
+/// The most characters of a query: the schema's `maxLength` beside the pattern (the pattern
+/// repeats its words without a count, so that it stays small to compile and check).
+pub const MAX_QUERY_CHARS: u64 = 600;
+
+/// The most characters of a string literal.
+pub const MAX_LITERAL_CHARS: usize = 100;
+
+/// A name that can be written without quotes.
+fn is_plain(name: &str) -> bool {
+    let mut c = name.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+/// `word` as written in upper, lower and capitalised case (duplicates removed).
+fn cases(word: &str) -> Vec<String> {
+    let lower = word.to_ascii_lowercase();
+    let mut cap = lower.clone();
+    if let Some(f) = cap.get_mut(0..1) {
+        f.make_ascii_uppercase();
+    }
+    let mut out = vec![word.to_string(), word.to_ascii_uppercase(), lower, cap];
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The pattern (anchored) for queries over a database whose tables and columns are `names`,
+/// and whose allowed pragmas are `pragmas`.
+pub fn query_pattern(names: &[String], pragmas: &[&str]) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for w in KEYWORDS.iter().chain(FUNCTIONS) {
+        words.extend(cases(w));
+    }
+    let mut quoted: Vec<String> = Vec::new();
+    for n in names
+        .iter()
+        .map(String::as_str)
+        .chain(SCHEMA_NAMES.iter().copied())
+        .chain(pragmas.iter().copied())
+    {
+        if is_plain(n) {
+            words.extend(cases(n));
+        }
+        quoted.push(regex::escape(&n.replace('"', "\"\"")));
+    }
+    // Longest first, so that no alternative is a prefix taken before a longer one (the
+    // matcher does not need it, but it keeps the pattern readable in `cairn tools --json`).
+    words.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    words.dedup();
+    quoted.sort();
+    quoted.dedup();
+    let word = format!(
+        "(?:{}|\"(?:{})\"|[a-z][a-z0-9]?|(?:AS|as|As)[ ]+[A-Za-z_][A-Za-z0-9_]{{0,30}}|[0-9]{{1,15}}(?:[.][0-9]{{1,10}})?)",
+        words.join("|"),
+        quoted.join("|")
+    );
+    let sep = format!("(?:[ \\n\\t(),.*=<>!+/%|;-]|'(?:[^'\\n]|''){{0,{MAX_LITERAL_CHARS}}}')");
+    let start = cases("SELECT")
+        .into_iter()
+        .chain(cases("WITH"))
+        .chain(cases("PRAGMA"))
+        .collect::<Vec<_>>()
+        .join("|");
+    format!("^[ ]?(?:{start})(?:{sep}{{1,8}}{word})*{sep}{{0,8}}$")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, q: &str) -> bool {
+        regex::Regex::new(pattern).unwrap().is_match(q)
+    }
+
+    #[test]
+    fn real_names_pass_and_made_up_names_and_foreign_functions_do_not() {
+        let names: Vec<String> = ["orders", "qty", "order_date", "products", "price", "name"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let p = query_pattern(&names, &["table_info"]);
+        for ok in [
+            "SELECT SUM(o.qty) FROM orders o",
+            "select price from products where name = 'Helmet Pro'",
+            "SELECT COUNT(*) AS n FROM orders WHERE strftime('%Y', order_date) = '2025'",
+            "SELECT p.name, SUM(o.qty * p.price) AS total FROM orders AS o JOIN products p ON p.rowid = o.rowid GROUP BY p.name ORDER BY 2 DESC LIMIT 3",
+            "SELECT \"name\" FROM \"products\" WHERE price >= 10.5",
+            "SELECT name FROM products WHERE name LIKE '%it''s%'",
+            "PRAGMA table_info(orders)",
+            "WITH t AS (SELECT price FROM products) SELECT MAX(price) FROM t",
+        ] {
+            assert!(matches(&p, ok), "{ok}");
+        }
+        for bad in [
+            "SELECT SUM(o.quantity) FROM orders o",
+            "SELECT YEAR(order_date) FROM orders",
+            "SELECT EXTRACT(year FROM order_date) FROM orders",
+            "SELECT * FROM purchases",
+            "DELETE FROM orders",
+            "SELECT pricename FROM products",
+        ] {
+            assert!(!matches(&p, bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_that_need_quotes_can_be_written_quoted_only() {
+        let names = vec!["order items".to_string(), "unit-price".to_string()];
+        let p = query_pattern(&names, &[]);
+        assert!(matches(&p, "SELECT \"unit-price\" FROM \"order items\""));
+        assert!(!matches(&p, "SELECT unit-price FROM order items"));
+    }
+
+    #[test]
+    fn queries_are_bounded() {
+        let p = query_pattern(&["t".to_string()], &[]);
+        let literal = format!(
+            "SELECT t FROM t WHERE t = '{}'",
+            "x".repeat(MAX_LITERAL_CHARS + 1)
+        );
+        assert!(!matches(&p, &literal));
+    }
+}
