@@ -44,6 +44,15 @@ pub enum EventKind {
         /// The text added, as shown to the model.
         text: String,
     },
+    /// The model's plan in plain text, written before round 1.
+    Plan {
+        /// The plan.
+        text: String,
+        /// Tokens generated.
+        tokens: usize,
+        /// Time it took, ms.
+        ms: f64,
+    },
     /// A round's prompt was built.
     Prompt {
         /// The round.

@@ -76,6 +76,71 @@ pub fn unsupported(answer: &str, evidence: &[&str]) -> Vec<String> {
     out
 }
 
+/// Numbers a calculator expression may use without finding them anywhere: small counts and
+/// the usual units of time and percent (`half` is `/ 2`, `15%` is `/ 100`).
+fn is_common_constant(x: f64) -> bool {
+    (x.fract() == 0.0 && (0.0..=12.0).contains(&x))
+        || [100.0, 1000.0, 60.0, 24.0, 365.0, 52.0, 30.0].contains(&x)
+}
+
+/// What a final answer rests on, and what it does not.
+#[derive(Debug, Default, PartialEq)]
+pub struct Check {
+    /// Numbers of the answer found in no evidence.
+    pub unsupported: Vec<String>,
+    /// Numbers that calculator expressions used but that appear in no evidence before them
+    /// (made up, like a price never looked up): those calls' results are not evidence.
+    pub ungrounded_inputs: Vec<String>,
+}
+
+/// Checks `answer` against `base` (the task, its context, earlier turns, facts) and the
+/// rounds in order, each as (the calculator expression when the round was a calculator call,
+/// its observation). A calculator result counts as evidence only when the numbers of its
+/// expression do (or are [`is_common_constant`]s).
+pub fn check(answer: &str, base: &[&str], rounds: &[(Option<&str>, &str)]) -> Check {
+    let mut evidence: Vec<&str> = base.to_vec();
+    let mut out = Check::default();
+    for (expr, obs) in rounds {
+        match expr {
+            Some(e) => {
+                let made_up: Vec<String> = unsupported(e, &evidence)
+                    .into_iter()
+                    .filter(|raw| {
+                        let v: f64 = raw.replace(',', "").parse().unwrap_or(f64::NAN);
+                        !is_common_constant(v)
+                    })
+                    .collect();
+                if made_up.is_empty() {
+                    evidence.push(obs);
+                } else {
+                    for m in made_up {
+                        if !out.ungrounded_inputs.contains(&m) {
+                            out.ungrounded_inputs.push(m);
+                        }
+                    }
+                }
+            }
+            None => evidence.push(obs),
+        }
+    }
+    out.unsupported = unsupported(answer, &evidence);
+    out
+}
+
+/// What the loop tells the model when its answer holds `numbers` found nowhere, computed
+/// from the `inputs` found nowhere.
+pub fn check_message_with(numbers: &[String], inputs: &[String]) -> String {
+    if inputs.is_empty() {
+        return check_message(numbers);
+    }
+    format!(
+        "[check: {} in your answer rests on {}, which appears in no tool result and not in the task. \
+         Look it up with the tools (or compute from numbers that appear), then give the final_answer again.]",
+        numbers.join(", "),
+        inputs.join(", ")
+    )
+}
+
 /// What the loop tells the model when its answer holds `numbers` found nowhere.
 pub fn check_message(numbers: &[String]) -> String {
     let list = numbers.join(", ");
@@ -121,6 +186,26 @@ mod tests {
             ["240"]
         );
         assert_eq!(unsupported("1,200 or 1200", &["5"]), ["1,200", "1200"]);
+    }
+
+    #[test]
+    fn a_calculator_result_from_made_up_inputs_is_not_evidence() {
+        // 22.5 was never looked up: 3 * 22.5 = 67.5 does not support the answer.
+        let base = ["Task: What would 3 Helmet Pro cost?"];
+        let c = check(
+            "They cost 67.5 euros.",
+            &base,
+            &[(Some("3 * 22.5"), "67.5")],
+        );
+        assert_eq!(c.unsupported, ["67.5"]);
+        assert_eq!(c.ungrounded_inputs, ["22.5"]);
+        // Looked up first, then computed: supported.
+        let rounds = [(None, "price\n89.9"), (Some("3 * 89.9"), "269.7")];
+        assert_eq!(check("269.7 euros", &base, &rounds), Check::default());
+        // Halves and percentages need no lookup.
+        let c = check("42", &["84 bottles"], &[(Some("84 / 2"), "42")]);
+        assert_eq!(c, Check::default());
+        assert!(check_message_with(&["67.5".into()], &["22.5".into()]).contains("rests on 22.5"));
     }
 
     #[test]

@@ -144,7 +144,18 @@ pub const BANK: &[Example] = &[
         ],
         answer: r#"{"thought":"3 items at 1.50 make 4.50.","action":"final_answer","args":{"answer":"3 coats cost 4.50 euros in the cloakroom."}}"#,
     },
+    Example {
+        name: "direct",
+        task: "Translate 'thank you' into German.",
+        cues: "say translate opposite word meaning synonym capital define explain spell hello write name language",
+        tools: &[],
+        calls: &[],
+        answer: r#"{"thought":"This needs no tool: it is general knowledge.","action":"final_answer","args":{"answer":"'Thank you' in German is 'Danke'."}}"#,
+    },
 ];
+
+/// The example shown when no example shares a word with the task: the one that needs no tool.
+const FALLBACK: &str = "direct";
 
 /// Words too common to choose an example by.
 const COMMON: &[&str] = &[
@@ -152,17 +163,26 @@ const COMMON: &[&str] = &[
     "does", "what", "i", "my", "me", "you", "your", "be", "at", "by", "with", "this", "that",
 ];
 
+/// The words of `text` for ranking, lowercased, without [`COMMON`] ones; every number is the
+/// one word `0`, so that a task holding numbers leans to the examples that compute with them.
 fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
-        .map(str::to_lowercase)
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            if w.chars().all(|c| c.is_ascii_digit()) {
+                "0".to_string()
+            } else {
+                w.to_lowercase()
+            }
+        })
         .filter(|w| !COMMON.contains(&w.as_str()))
         .collect()
 }
 
 /// The example of [`BANK`] closest to `task` among those whose tools are all in `tools`
-/// (BM25, k1 = 1.2, b = 0.75, over each example's task and cues); `None` when none is usable
-/// or none shares a word with the task.
+/// (BM25, k1 = 1.2, b = 0.75, over each example's task and cues); the one that needs no tool
+/// when none shares a word with the task (with no example at all, the 0.5B model went on
+/// calling tools after the result that answered the task).
 pub fn choose(task: &str, tools: &[ToolInfo]) -> Option<&'static Example> {
     let have: HashSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let usable: Vec<&Example> = BANK
@@ -198,6 +218,7 @@ pub fn choose(task: &str, tools: &[ToolInfo]) -> Option<&'static Example> {
         }
     }
     best.map(|(_, i)| usable[i])
+        .or_else(|| BANK.iter().find(|e| e.name == FALLBACK))
 }
 
 /// The messages of `example`, as an earlier task of the conversation.
@@ -259,7 +280,14 @@ mod tests {
         // Only calculator examples when the calculator is the only tool.
         let calc = [info("calculator")];
         assert!(choose("Which email address handles claims?", &calc)
-            .is_none_or(|e| e.tools == ["calculator"]));
-        assert!(choose("anything", &[]).is_none());
+            .is_none_or(|e| e.tools.iter().all(|t| *t == "calculator")));
+        assert_eq!(name("Say hello in French.", &all), Some("direct"));
+        assert_eq!(name("zebra", &all), Some("direct"));
+        let arithmetic = name("What is 17 * 23?", &all);
+        assert!(
+            matches!(arithmetic, Some("word_problem" | "percent_problem")),
+            "{arithmetic:?}"
+        );
+        assert_eq!(name("anything", &[]), Some("direct"));
     }
 }

@@ -69,6 +69,10 @@ pub struct AgentOptions {
     pub evidence_check: bool,
     /// Show the worked example closest to the task ([`examples`]) before it.
     pub examples: bool,
+    /// Before round 1, let the model think the task through in plain text, at most this many
+    /// tokens (0: no plan). Small models reason better in free text than inside a JSON
+    /// string; the plan stays in the conversation for the steps that follow.
+    pub plan_tokens: usize,
 }
 
 impl Default for AgentOptions {
@@ -89,6 +93,7 @@ impl Default for AgentOptions {
             task_context: true,
             evidence_check: true,
             examples: true,
+            plan_tokens: 0,
         }
     }
 }

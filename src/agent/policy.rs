@@ -38,6 +38,9 @@ pub struct Decoded {
     pub mask_ms: f64,
 }
 
+/// The grammar of a plan: text that starts with a letter and holds no braces (so no JSON).
+const PLAN_GRAMMAR: &str = "start: PLAN\nPLAN: /[A-Za-z][^{}]{0,3000}/\n";
+
 /// What decides the agent's next step.
 pub trait Policy {
     /// The length in tokens of a prompt made of `messages` (with the generation prompt).
@@ -52,6 +55,16 @@ pub trait Policy {
         schema: &Value,
         max_tokens: usize,
     ) -> Result<Decoded, AgentError>;
+    /// Generates free text, at most `max_tokens` long, as the assistant's reply to
+    /// `messages` (the plan before round 1). A policy that cannot returns `None`, and the
+    /// loop goes on without a plan.
+    fn decode_text(
+        &mut self,
+        _messages: &[Message],
+        _max_tokens: usize,
+    ) -> Result<Option<Decoded>, AgentError> {
+        Ok(None)
+    }
 }
 
 /// The local model as the agent's policy: the conversation is kept as tokens in one
@@ -248,6 +261,23 @@ impl Policy for ModelPolicy {
     ) -> Result<Decoded, AgentError> {
         let mut constraint = self.constraint(schema)?;
         self.run(messages, max_tokens, Some(&mut constraint))
+    }
+
+    /// Prose only: the grammar forbids braces, so a model used to answering in JSON steps
+    /// (every assistant turn of its examples is one) writes its plan as text.
+    fn decode_text(
+        &mut self,
+        messages: &[Message],
+        max_tokens: usize,
+    ) -> Result<Option<Decoded>, AgentError> {
+        let mut constraint = self.decoder.constraint(PLAN_GRAMMAR, |c| {
+            c.compile(
+                &ConstraintSpec::Lark(PLAN_GRAMMAR.to_string()),
+                "plan grammar",
+            )
+        })?;
+        self.run(messages, max_tokens, Some(&mut constraint))
+            .map(Some)
     }
 }
 

@@ -190,9 +190,12 @@ pub fn task_message_with(
         }
     }
     for n in tool_notes {
-        // Database schemas and the like come from the user's files: no control tokens.
-        s.push_str(&defuse_control_tokens(n.trim()));
-        s.push_str("\n\n");
+        // Schemas, rows and passages come from the user's files: data, framed as a tool's
+        // result is (a document that says "ignore your instructions" is only read).
+        s.push_str(&format!(
+            "Found by the tools before the first step:\n{}\n{DATA_END}\n\n",
+            as_data(n.trim())
+        ));
     }
     s.push_str("Task: ");
     s.push_str(task.trim());
@@ -203,6 +206,13 @@ pub fn task_message_with(
     }
     Message::user(s)
 }
+
+/// What the loop asks for before round 1 when planning is on: the task thought through in
+/// plain text.
+pub const PLAN_REQUEST: &str = "Before the first step, think the task through in plain text (no JSON): what is asked, what is known, and the steps to the answer, with the numbers each step needs. For a word problem, work it out step by step.";
+
+/// What the loop says after the plan: the steps follow, each checked with a tool.
+pub const PLAN_FOLLOW_UP: &str = "Now carry out the plan one JSON step at a time: compute each number with the calculator (one step of the plan per call) or look it up with the tools, then give the final_answer.";
 
 /// The line that ends a tool's result in the prompt. A copy of it inside the result is altered
 /// by [`as_data`], so the first one after a result's header is always the real end.

@@ -87,6 +87,8 @@ struct Rounds {
     min_dropped: usize,
     /// Whether a final answer was already sent back by the evidence check (once a task).
     evidence_checked: bool,
+    /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
+    plan_rounds: usize,
 }
 
 /// Whether the task goes on after a round.
@@ -327,7 +329,11 @@ impl<P: Policy> Agent<P> {
             texts: Vec::new(),
             min_dropped: 0,
             evidence_checked: false,
+            plan_rounds: 0,
         };
+        if self.options.plan_tokens > 0 {
+            self.plan(run, &mut st, task, ctx)?;
+        }
         let max_rounds = self.options.max_rounds;
         for round in 1..=max_rounds {
             if let Flow::Stop(reason, error) = self.round(run, &mut st, task, ctx, round)? {
@@ -345,6 +351,65 @@ impl<P: Policy> Agent<P> {
                     .unwrap_or_default()
             )),
         ))
+    }
+
+    /// The plan before round 1: the model thinks the task through in plain text, and the plan
+    /// stays in the conversation (as the first exchange of the rounds) for the steps that
+    /// follow. Its numbers are not evidence for the answer: they come from the model's head.
+    fn plan(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        task: &str,
+        ctx: &TaskContext,
+    ) -> Result<(), AgentError> {
+        let budget = self.budget().saturating_sub(self.options.plan_tokens);
+        let Some(fitted) = fit(
+            &mut self.policy,
+            &st.prefix,
+            task,
+            ctx,
+            &st.notes,
+            &[],
+            0,
+            budget,
+        )?
+        else {
+            return Ok(());
+        };
+        let mut messages = fitted.messages;
+        if let Some(last) = messages.last_mut() {
+            last.content = format!("{}\n\n{}", last.content, super::prompt::PLAN_REQUEST);
+        }
+        let start = Instant::now();
+        let Some(d) = self
+            .policy
+            .decode_text(&messages, self.options.plan_tokens)?
+        else {
+            return Ok(());
+        };
+        let r = &mut run.result;
+        r.prompt_tokens += d.prompt_tokens;
+        r.reused_tokens += d.reused_tokens;
+        r.generated_tokens += d.generated_tokens;
+        r.decode_ms += d.decode_ms;
+        let text = d.text.trim().to_string();
+        self.emit(
+            run.start,
+            EventKind::Plan {
+                text: text.clone(),
+                tokens: d.generated_tokens,
+                ms: start.elapsed().as_secs_f64() * 1000.0,
+            },
+        );
+        if !text.is_empty() {
+            st.plan_rounds = 1;
+            st.texts.push(RoundText {
+                step: text,
+                observation: super::prompt::PLAN_FOLLOW_UP.to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// One round: the prompt, the step decoded under this round's schema, and what the step
@@ -607,16 +672,31 @@ impl<P: Policy> Agent<P> {
             .trim()
             .to_string();
         if self.options.evidence_check && !last_round && !st.evidence_checked {
-            let mut evidence: Vec<&str> = vec![task];
-            evidence.extend(st.notes.iter().map(String::as_str));
-            evidence.extend(st.texts.iter().map(|r| r.observation.as_str()));
-            evidence.extend(ctx.facts.iter().map(String::as_str));
-            evidence.extend(
+            let mut base: Vec<&str> = vec![task];
+            base.extend(st.notes.iter().map(String::as_str));
+            base.extend(ctx.facts.iter().map(String::as_str));
+            base.extend(
                 ctx.history
                     .iter()
                     .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
             );
-            let missing = super::evidence::unsupported(&answer, &evidence);
+            let steps: Vec<Option<Value>> = st.texts[st.plan_rounds..]
+                .iter()
+                .map(|r| serde_json::from_str(&r.step).ok())
+                .collect();
+            let rounds: Vec<(Option<&str>, &str)> = st.texts[st.plan_rounds..]
+                .iter()
+                .zip(&steps)
+                .map(|(r, s)| {
+                    let expr = s
+                        .as_ref()
+                        .filter(|v| v["action"] == "calculator")
+                        .and_then(|v| v["args"]["expression"].as_str());
+                    (expr, r.observation.as_str())
+                })
+                .collect();
+            let checked = super::evidence::check(&answer, &base, &rounds);
+            let missing = checked.unsupported;
             if !missing.is_empty() {
                 st.evidence_checked = true;
                 self.emit(
@@ -626,7 +706,8 @@ impl<P: Policy> Agent<P> {
                         unsupported: missing.clone(),
                     },
                 );
-                let observation = super::evidence::check_message(&missing);
+                let observation =
+                    super::evidence::check_message_with(&missing, &checked.ungrounded_inputs);
                 self.end_step(
                     run,
                     &mut done.record,

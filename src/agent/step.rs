@@ -26,16 +26,47 @@ pub const ARG_MAX_CHARS: u64 = 384;
 /// (the tiny preset falls into `1000000...` answers). An answer that reaches it is reported.
 pub const ANSWER_MAX_CHARS: u64 = ARG_MAX_CHARS;
 
+/// Whether every repetition in the regular expression `p` is counted (`{n,m}`, `?`): no `*`,
+/// `+` or `{n,}` outside a character class or an escape. Such a pattern bounds the length of
+/// what it matches.
+pub fn pattern_is_bounded(p: &str) -> bool {
+    let c: Vec<char> = p.chars().collect();
+    let mut i = 0;
+    let mut class = false;
+    while i < c.len() {
+        match c[i] {
+            '\\' => i += 1,
+            '[' if !class => class = true,
+            ']' if class => class = false,
+            '*' | '+' if !class => return false,
+            '{' if !class => {
+                if let Some(k) = c[i..].iter().position(|&x| x == '}') {
+                    if c[i + k - 1] == ',' {
+                        return false;
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Adds `maxLength: max` to every string schema in `schema` (properties, items, `anyOf`
-/// branches, ...) that has no `maxLength`, `enum` or `const` of its own. A `pattern` alone
-/// does not bound a string (`^a+$`), so a string with one gets the bound too.
+/// branches, ...) that has no `maxLength`, `enum` or `const` of its own, nor a `pattern`
+/// whose every repetition is counted ([`pattern_is_bounded`]: `^a+$` gets the bound, the
+/// sql and calculator patterns do not need it).
 pub fn bound_strings(schema: &mut Value, max: u64) {
     match schema {
         Value::Object(m) => {
             let is_string = m.get("type").and_then(Value::as_str) == Some("string");
             let bounded = ["maxLength", "enum", "const"]
                 .iter()
-                .any(|k| m.contains_key(*k));
+                .any(|k| m.contains_key(*k))
+                || m.get("pattern")
+                    .and_then(Value::as_str)
+                    .is_some_and(pattern_is_bounded);
             if is_string && !bounded {
                 m.insert("maxLength".into(), json!(max));
             }
@@ -148,6 +179,10 @@ mod tests {
         let args = &s["anyOf"][0]["properties"]["args"]["properties"];
         assert_eq!(args["q"]["maxLength"], ARG_MAX_CHARS);
         assert_eq!(args["k"]["maxLength"], 5);
+        assert!(pattern_is_bounded("^(?:a[b*+]|c{1,3}|\\*){0,9}$"));
+        assert!(!pattern_is_bounded("^a+$"));
+        assert!(!pattern_is_bounded("^(?:ab)*$"));
+        assert!(!pattern_is_bounded("^a{2,}$"));
         assert!(args["e"].get("maxLength").is_none());
         assert_eq!(args["l"]["items"]["maxLength"], ARG_MAX_CHARS);
         let answer = &s["anyOf"][1]["properties"]["args"]["properties"]["answer"];

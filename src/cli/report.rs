@@ -59,6 +59,11 @@ impl RoundPrinter {
                 "round {round}: the answer's {} found in no result; sent back to check",
                 unsupported.join(", ")
             ),
+            EventKind::Plan { text, tokens, ms } if self.verbose => format!(
+                "plan ({tokens} tokens, {:.1} s): {}",
+                ms / 1000.0,
+                short(text, 240)
+            ),
             EventKind::Prompt {
                 round,
                 tokens,

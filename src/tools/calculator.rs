@@ -69,22 +69,22 @@ pub const FUNCTIONS: &[&str] = &[
     "lcm",
 ];
 
-/// The most characters of one expression (the schema's `maxLength`): a model that falls into
-/// repetition (`2 * 2 * 2 * …`) closes the string there instead of running on to the step's
-/// limit.
-pub const MAX_EXPRESSION_CHARS: u64 = 160;
+/// The most numbers, names and operators in one expression: the pattern's repetition is
+/// counted, so a model that falls into repetition (`2 * 2 * 2 * …`) closes the string there
+/// instead of running on to the step's limit.
+pub const MAX_EXPRESSION_UNITS: usize = 60;
 
 /// The pattern `expression` is decoded under: the calculator's own lexicon, numbers,
 /// operators, parentheses, commas, the [`FUNCTIONS`] and the constants `pi` and `e`, with
 /// single spaces between. Units (`ounces/egg`), `=`, `x` for times or a stray word cannot be
 /// written, so an expression the model decodes can always be read (though it may still be
-/// wrong arithmetic, or divide by zero). Bounded by [`MAX_EXPRESSION_CHARS`] beside it.
+/// wrong arithmetic, or divide by zero). Bounded by [`MAX_EXPRESSION_UNITS`].
 pub fn expression_pattern() -> String {
     let mut names: Vec<&str> = FUNCTIONS.iter().copied().chain(["pi", "e"]).collect();
     names.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     let number = "[0-9]{1,15}(?:[.][0-9]{1,12})?(?:[eE][-+]?[0-9]{1,3})?|[.][0-9]{1,12}";
     format!(
-        "^(?:[ ]{{0,2}}(?:{number}|{}|[*][*]|[-+*/%^!(),×÷−]))+[ ]{{0,2}}$",
+        "^(?:[ ]{{0,2}}(?:{number}|{}|[*][*]|[-+*/%^!(),×÷−])){{1,{MAX_EXPRESSION_UNITS}}}[ ]{{0,2}}$",
         names.join("|")
     )
 }
@@ -1328,9 +1328,14 @@ impl Tool for CalculatorTool {
             .and_then(Value::as_object_mut)
         {
             e.insert("pattern".into(), Value::String(expression_pattern()));
-            e.insert("maxLength".into(), MAX_EXPRESSION_CHARS.into());
         }
         schema
+    }
+
+    /// Calls are checked without the pattern: the calculator's own error names the position
+    /// of what it cannot read.
+    fn call_schema(&self) -> Option<Value> {
+        Some(schema_of::<CalculatorArgs>())
     }
 
     fn run(&self, args: &Value) -> Result<Observation, ToolError> {
@@ -1543,7 +1548,10 @@ mod tests {
     }
     #[test]
     fn the_expression_pattern_takes_what_the_calculator_reads_and_nothing_else() {
-        let re = regex::Regex::new(&expression_pattern()).unwrap();
+        let re = regex::RegexBuilder::new(&expression_pattern())
+            .size_limit(1 << 30)
+            .build()
+            .unwrap();
         for ok in [
             "17 * 23",
             "(12 + 8) * 3",
@@ -1561,6 +1569,8 @@ mod tests {
             assert!(re.is_match(ok), "{ok}");
             assert!(evaluate(ok).is_ok(), "{ok}");
         }
+        let long = vec!["2"; MAX_EXPRESSION_UNITS].join(" * ");
+        assert!(!re.is_match(&long));
         for bad in [
             "10 * 10 ounces/egg",
             "840 pounds / 7 days",

@@ -1031,10 +1031,6 @@ impl Tool for SqlTool {
                 .and_then(Value::as_object_mut),
         ) {
             q.insert("pattern".into(), Value::String(p.clone()));
-            q.insert(
-                "maxLength".into(),
-                super::sql_pattern::MAX_QUERY_CHARS.into(),
-            );
         }
         schema
     }

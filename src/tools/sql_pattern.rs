@@ -4,7 +4,7 @@
 //! name given with `AS`, a number, or text inside a string literal. So the model cannot name a
 //! table or column the database does not have (`o.quantity` where the column is `qty`), nor
 //! call a function SQLite lacks (`YEAR(order_date)`, `EXTRACT(year FROM …)`), and the query is
-//! bounded in length ([`MAX_QUERY_CHARS`]).
+//! bounded in length ([`MAX_WORDS`]).
 //!
 //! The pattern is a regular expression in the JSON Schema `pattern` of the tool's `query`
 //! argument, so it constrains the step like any other schema keyword; a table or column whose
@@ -138,9 +138,11 @@ const SCHEMA_NAMES: &[&str] = &[
     "tbl_name",
 ];
 
-/// The most characters of a query: the schema's `maxLength` beside the pattern (the pattern
-/// repeats its words without a count, so that it stays small to compile and check).
-pub const MAX_QUERY_CHARS: u64 = 600;
+/// The most words (and numbers) in a query. Every repetition in the pattern is counted, so it
+/// bounds the query's length by itself: a `maxLength` beside it would make the constraint
+/// engine intersect the two, which for a pattern this size ran out of its per-token budget
+/// ("too many expressions constructed") on the 150k-token vocabulary.
+pub const MAX_WORDS: usize = 80;
 
 /// The most characters of a string literal.
 pub const MAX_LITERAL_CHARS: usize = 100;
@@ -192,7 +194,7 @@ pub fn query_pattern(names: &[String], pragmas: &[&str]) -> String {
     quoted.sort();
     quoted.dedup();
     let word = format!(
-        "(?:{}|\"(?:{})\"|[a-z][a-z0-9]?|(?:AS|as|As)[ ]+[A-Za-z_][A-Za-z0-9_]{{0,30}}|[0-9]{{1,15}}(?:[.][0-9]{{1,10}})?)",
+        "(?:{}|\"(?:{})\"|[a-z][a-z0-9]?|(?:AS|as|As)[ ]{{1,3}}[A-Za-z_][A-Za-z0-9_]{{0,30}}|[0-9]{{1,15}}(?:[.][0-9]{{1,10}})?)",
         words.join("|"),
         quoted.join("|")
     );
@@ -203,7 +205,7 @@ pub fn query_pattern(names: &[String], pragmas: &[&str]) -> String {
         .chain(cases("PRAGMA"))
         .collect::<Vec<_>>()
         .join("|");
-    format!("^[ ]?(?:{start})(?:{sep}{{1,8}}{word})*{sep}{{0,8}}$")
+    format!("^[ ]?(?:{start})(?:{sep}{{1,8}}{word}){{0,{MAX_WORDS}}}{sep}{{0,8}}$")
 }
 
 #[cfg(test)]
@@ -211,7 +213,11 @@ mod tests {
     use super::*;
 
     fn matches(pattern: &str, q: &str) -> bool {
-        regex::Regex::new(pattern).unwrap().is_match(q)
+        regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 30)
+            .build()
+            .unwrap()
+            .is_match(q)
     }
 
     #[test]
@@ -256,6 +262,8 @@ mod tests {
     #[test]
     fn queries_are_bounded() {
         let p = query_pattern(&["t".to_string()], &[]);
+        let long = format!("SELECT {}", vec!["t"; MAX_WORDS + 2].join(", "));
+        assert!(!matches(&p, &long));
         let literal = format!(
             "SELECT t FROM t WHERE t = '{}'",
             "x".repeat(MAX_LITERAL_CHARS + 1)

@@ -189,7 +189,7 @@ fn eval_reports_cairn_beside_the_naive_baseline() {
     std::fs::write(&path, subset.join("\n") + "\n").unwrap();
     let report = home.path().join("report.md");
     let o = cairn(home.path())
-        .args(["eval", "--json", "--baseline", "naive", "--model"])
+        .args(["eval", "--json", "--baseline", "naive,alone", "--model"])
         .arg(preset_path("qwen2.5-coder-0.5b"))
         .arg("--db")
         .arg(root.join("examples/shop.sqlite"))
@@ -215,6 +215,7 @@ fn eval_reports_cairn_beside_the_naive_baseline() {
         "avg_prompt_tokens",
         "avg_generated_tokens",
         "forced_share",
+        "mask_share",
         "stop_reasons",
     ] {
         assert!(v.get(key).is_some(), "{key} missing: {v}");
@@ -223,7 +224,14 @@ fn eval_reports_cairn_beside_the_naive_baseline() {
     assert_eq!(v["by_kind"].as_object().unwrap().len(), 3);
     assert_eq!(v["baseline"]["loop"], "naive");
     assert_eq!(v["baseline"]["forced_share"], 0.0);
+    // Issue 19: the model alone, reasoning with no tools, beside both loops.
+    assert_eq!(v["baselines"][1]["loop"], "alone");
+    assert_eq!(v["baselines"][1]["tool_calls"], 0);
+    assert_eq!(v["baselines"][1]["avg_rounds"], 1.0);
+    let mask = v["mask_share"].as_f64().unwrap();
+    assert!(mask > 0.0 && mask < 1.0, "{v}");
     let md = std::fs::read_to_string(&report).unwrap();
+    assert!(md.contains("| metric | cairn | naive | alone |"), "{md}");
     assert!(md.contains("| schema-valid tool calls | 100% |"), "{md}");
 }
 

@@ -247,13 +247,35 @@ fn injected_text_reaches_the_model_only_inside_a_result_block() {
         "{hits}"
     );
 
-    // Nowhere else in any prompt: not in the system text, the task, or the steps.
+    // Nowhere else in any prompt: not in the system text, the task, or the steps. The
+    // context shown before round 1 (issue 19: rows and passages that match the task's words)
+    // is in the task's message, but framed as a result is: between its header and the end
+    // line, which nothing inside can close early.
+    const HEADER: &str = "Found by the tools before the first step:\n";
     for prompt in &p.prompts {
         for m in prompt {
-            if m.content
-                .to_lowercase()
-                .contains("ignore previous instructions")
-            {
+            let lower = m.content.to_lowercase();
+            if !lower.contains("ignore previous instructions") {
+                continue;
+            }
+            if m.role == Role::User {
+                let mut outside = String::new();
+                let mut rest = m.content.as_str();
+                while let Some(at) = rest.find(HEADER) {
+                    outside.push_str(&rest[..at]);
+                    let after = &rest[at + HEADER.len()..];
+                    let end = after.find(DATA_END).expect("the block ends");
+                    rest = &after[end + DATA_END.len()..];
+                }
+                outside.push_str(rest);
+                assert!(
+                    !outside
+                        .to_lowercase()
+                        .contains("ignore previous instructions"),
+                    "{m:?}"
+                );
+                assert!(!m.content.contains("<|im_end|>"), "{m:?}");
+            } else {
                 assert_eq!(m.role, Role::Tool, "{m:?}");
             }
         }
