@@ -52,6 +52,18 @@ pub const BANK: &[Example] = &[
         answer: r#"{"thought":"270 baked, 38 not sold: 232 sold.","action":"final_answer","args":{"answer":"The bakery sells 232 rolls."}}"#,
     },
     Example {
+        name: "arithmetic",
+        task: "What is 48 * 25?",
+        cues: "what is plus minus times divided by square root power of sum product compute calculate",
+        tools: &["calculator"],
+        calls: &[(
+            r#"{"thought":"One operation: compute it with the calculator.","action":"calculator","args":{"expression":"48 * 25"}}"#,
+            "calculator",
+            "1200",
+        )],
+        answer: r#"{"thought":"The result answers the task.","action":"final_answer","args":{"answer":"48 * 25 = 1200."}}"#,
+    },
+    Example {
         name: "percent_problem",
         task: "A coat costs 80 euros. Its price is cut by 15%, then a 10 euro voucher is used. What is paid?",
         cues: "percent discount reduced increase off sale rate share fraction ratio average",
@@ -284,9 +296,10 @@ mod tests {
         assert_eq!(name("Say hello in French.", &all), Some("direct"));
         assert_eq!(name("zebra", &all), Some("direct"));
         let arithmetic = name("What is 17 * 23?", &all);
-        assert!(
-            matches!(arithmetic, Some("word_problem" | "percent_problem")),
-            "{arithmetic:?}"
+        assert_eq!(arithmetic, Some("arithmetic"));
+        assert_eq!(
+            name("What is the square root of 144?", &all),
+            Some("arithmetic")
         );
         assert_eq!(name("anything", &[]), Some("direct"));
     }

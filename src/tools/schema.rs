@@ -59,10 +59,24 @@ fn compiled(rx: &str) -> Result<std::sync::Arc<regex::Regex>, String> {
     if let Some(re) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(rx) {
         return Ok(re.clone());
     }
-    let re = regex::RegexBuilder::new(rx)
-        .size_limit(64 << 20)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let build = |rx: &str| regex::RegexBuilder::new(rx).size_limit(64 << 20).build();
+    // A pattern whose counted repetitions of large groups compile too big (the sql tool's:
+    // every name, up to 80 times) is checked with those counts dropped: the words and their
+    // order are checked, the count bounds only the length, which `maxLength` or the
+    // decoding grammar bound anyway.
+    let re = match build(rx) {
+        Ok(re) => re,
+        Err(regex::Error::CompiledTooBig(_)) => {
+            static COUNTED: OnceLock<regex::Regex> = OnceLock::new();
+            let counted = COUNTED
+                .get_or_init(|| regex::Regex::new(r"\)\{(\d+),\d+\}").expect("a valid regex"));
+            let loose = counted.replace_all(rx, |c: &regex::Captures| {
+                if &c[1] == "0" { ")*" } else { ")+" }.to_string()
+            });
+            build(&loose).map_err(|e| e.to_string())?
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let re = Arc::new(re);
     let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
     if map.len() >= 64 {

@@ -90,7 +90,7 @@ fn run_json(home: &Path, extra: &[&str], task: &str) -> (Value, Vec<Value>) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
     let result: Value = serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
-    assert!(stderr.contains("round 1:"), "progress on stderr: {stderr}");
+    assert!(stderr.contains("stop: "), "progress on stderr: {stderr}");
     (result, check_trace(&trace))
 }
 
@@ -137,7 +137,8 @@ fn run_answers_a_question_about_the_documents_with_search() {
         "How long is the warranty of the Rain Jacket?",
     );
     assert_eq!(r["stop_reason"], "final_answer", "{r}");
-    assert!(r["answer"].as_str().unwrap().contains("3-year"), "{r}");
+    let a = r["answer"].as_str().unwrap();
+    assert!(a.contains("3-year") || a.contains("3 year"), "{r}");
     // The passage came from search: shown before round 1 (issue 19), or asked for.
     let context = events.iter().find(|e| e["event"] == "context");
     let shown = context.is_some_and(|c| {
