@@ -708,18 +708,7 @@ impl<P: Policy> Agent<P> {
                 );
                 let observation =
                     super::evidence::check_message_with(&missing, &checked.ungrounded_inputs);
-                self.end_step(
-                    run,
-                    &mut done.record,
-                    "evidence_check",
-                    &observation,
-                    done.started,
-                );
-                st.texts.push(RoundText {
-                    step: done.text,
-                    observation,
-                });
-                return Ok(Flow::Continue);
+                return Ok(self.send_back(run, st, done, "evidence_check", observation));
             }
         }
         if let (Some(threshold), false) = (self.options.self_check, last_round) {
@@ -738,18 +727,7 @@ impl<P: Policy> Agent<P> {
                     "A check rated this answer {score:.2} of 1 for completing the task (it needs {threshold:.2}). \
                      Keep working on what is missing, then give a complete final_answer."
                 );
-                self.end_step(
-                    run,
-                    &mut done.record,
-                    "self_check",
-                    &observation,
-                    done.started,
-                );
-                st.texts.push(RoundText {
-                    step: done.text,
-                    observation,
-                });
-                return Ok(Flow::Continue);
+                return Ok(self.send_back(run, st, done, "self_check", observation));
             }
         }
         if answer.chars().count() as u64 >= ANSWER_MAX_CHARS {
@@ -766,6 +744,24 @@ impl<P: Policy> Agent<P> {
             StopReason::FinalAnswer
         };
         Ok(Flow::Stop(reason, None))
+    }
+
+    /// A final answer not accepted (by the evidence check or the self-check, named by `kind`):
+    /// recorded with `observation`, which the next round shows the model.
+    fn send_back(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        mut done: Done,
+        kind: &str,
+        observation: String,
+    ) -> Flow {
+        self.end_step(run, &mut done.record, kind, &observation, done.started);
+        st.texts.push(RoundText {
+            step: done.text,
+            observation,
+        });
+        Flow::Continue
     }
 
     /// A tool call: run (or answered from its first result when repeated), counted by the
