@@ -134,27 +134,29 @@ pub fn check_message_with(numbers: &[String], inputs: &[String]) -> String {
         return check_message(numbers);
     }
     format!(
-        "[check: {} in your answer rests on {}, which appears in no tool result and not in the task. \
-         Look it up with the tools (or compute from numbers that appear), then give the final_answer again.]",
+        "[check: {} in your answer rests on {}, which {} in no tool result and not in the task. \
+         Look {} up with the tools (or compute from numbers that appear), then give the final_answer again.]",
         numbers.join(", "),
-        inputs.join(", ")
+        inputs.join(", "),
+        if inputs.len() == 1 { "appears" } else { "appear" },
+        if inputs.len() == 1 { "it" } else { "them" }
     )
 }
 
 /// What the loop tells the model when its answer holds `numbers` found nowhere.
 pub fn check_message(numbers: &[String]) -> String {
     let list = numbers.join(", ");
-    let (it, does) = if numbers.len() == 1 {
-        ("it", "does")
+    // (subject, its verb, object, "does"/"do") for one number or several.
+    let (they, come, them, does) = if numbers.len() == 1 {
+        ("it", "comes", "it", "does")
     } else {
-        ("them", "do")
+        ("they", "come", "them", "do")
     };
     format!(
         "[check: {list} in your answer {does} not appear in the task or in any tool result. \
-         If {it} comes from arithmetic, compute {it} with the calculator; if from the data, look {it} up. \
+         If {they} {come} from arithmetic, compute {them} with the calculator; if from the data, look {them} up. \
          Then give the final_answer again, based on the results.]"
     )
-    .replace("If them comes", "If they come")
 }
 
 #[cfg(test)]
