@@ -9,6 +9,8 @@
 
 use serde_json::{json, Value};
 
+use crate::constrain::bounds::{bound_numbers, bound_strings};
+
 /// The most characters of `thought`: room for a short plan and the results carried forward,
 /// but bounded. Measured on the 0.5B model: an unbounded thought tries to compute the answer
 /// inside it and runs on until the token limit; at 200 characters (one sentence) the model
@@ -25,62 +27,6 @@ pub const ARG_MAX_CHARS: u64 = 384;
 /// The most characters of a final answer: the same bound as arguments, for the same reason
 /// (the tiny preset falls into `1000000...` answers). An answer that reaches it is reported.
 pub const ANSWER_MAX_CHARS: u64 = ARG_MAX_CHARS;
-
-/// Whether every repetition in the regular expression `p` is counted (`{n,m}`, `?`): no `*`,
-/// `+` or `{n,}` outside a character class or an escape. Such a pattern bounds the length of
-/// what it matches.
-pub fn pattern_is_bounded(p: &str) -> bool {
-    let c: Vec<char> = p.chars().collect();
-    let mut i = 0;
-    let mut class = false;
-    while i < c.len() {
-        match c[i] {
-            '\\' => i += 1,
-            '[' if !class => class = true,
-            ']' if class => class = false,
-            '*' | '+' if !class => return false,
-            '{' if !class => {
-                if let Some(k) = c[i..].iter().position(|&x| x == '}') {
-                    if c[i + k - 1] == ',' {
-                        return false;
-                    }
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    true
-}
-
-/// Adds `maxLength: max` to every string schema in `schema` (properties, items, `anyOf`
-/// branches, ...) that has no `maxLength`, `enum` or `const` of its own, nor a `pattern`
-/// whose every repetition is counted ([`pattern_is_bounded`]: `^a+$` gets the bound, the
-/// sql and calculator patterns do not need it).
-pub fn bound_strings(schema: &mut Value, max: u64) {
-    match schema {
-        Value::Object(m) => {
-            let is_string = m.get("type").and_then(Value::as_str) == Some("string");
-            let bounded = ["maxLength", "enum", "const"]
-                .iter()
-                .any(|k| m.contains_key(*k))
-                || m.get("pattern")
-                    .and_then(Value::as_str)
-                    .is_some_and(pattern_is_bounded);
-            if is_string && !bounded {
-                m.insert("maxLength".into(), json!(max));
-            }
-            for (k, v) in m.iter_mut() {
-                // Values of these keywords are data, not schemas.
-                if !matches!(k.as_str(), "enum" | "const" | "default" | "examples") {
-                    bound_strings(v, max);
-                }
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|v| bound_strings(v, max)),
-        _ => {}
-    }
-}
 
 /// The action named in a step's text, even a step cut off before it was complete.
 pub fn partial_action(text: &str) -> Option<String> {
@@ -113,7 +59,8 @@ impl StepTool {
 }
 
 /// The schema of one step: `anyOf` one object per tool, then `final_answer`. String
-/// arguments without a bound get [`ARG_MAX_CHARS`], the answer [`ANSWER_MAX_CHARS`].
+/// arguments without a bound get [`ARG_MAX_CHARS`], the answer [`ANSWER_MAX_CHARS`], numbers
+/// the bounds of [`bound_numbers`].
 pub fn step_schema(tools: &[StepTool]) -> Value {
     let final_answer = StepTool::new(
         FINAL_ANSWER,
@@ -130,6 +77,7 @@ pub fn step_schema(tools: &[StepTool]) -> Value {
         .map(|tool| {
             let mut args = tool.args.clone();
             bound_strings(&mut args, ARG_MAX_CHARS);
+            bound_numbers(&mut args);
             json!({
                 "type": "object",
                 "properties": {
@@ -165,6 +113,7 @@ pub const STEP_SCHEMA_FILE: &str = "grammars/agent_step.schema.json";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::constrain::bounds::pattern_is_bounded;
 
     #[test]
     fn unbounded_string_arguments_get_a_bound_and_bounded_ones_keep_theirs() {

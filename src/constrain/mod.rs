@@ -11,6 +11,7 @@
 //!   samples, [`Constraint::consume`]s the token, then takes the tokens the grammar forces
 //!   ([`Constraint::forced_tokens`]) and feeds them to the model in one batched forward.
 
+pub mod bounds;
 pub mod keywords;
 pub mod trie;
 

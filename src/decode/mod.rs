@@ -37,6 +37,9 @@ pub struct Decoder {
     reuse: bool,
     /// Generations so far: the seed of each call is the user's seed plus this.
     calls: u64,
+    /// [`Decoder::next_logits`] has just run a prompt: the next generation keeps it even
+    /// with reuse off.
+    primed: bool,
 }
 
 impl Decoder {
@@ -76,6 +79,7 @@ impl Decoder {
             sampling,
             reuse: true,
             calls: 0,
+            primed: false,
         }
     }
 
@@ -120,6 +124,19 @@ impl Decoder {
         Ok(c)
     }
 
+    /// The logits of the token after the prompt `ids`, and how many of its tokens the KV
+    /// cache already held: the prompt is run (reusing the cache's common prefix) and kept, so
+    /// a [`Decoder::generate`] on the same ids that follows starts from it without running it
+    /// again.
+    pub fn next_logits(&mut self, ids: &[u32]) -> Result<(Vec<f32>, usize), GenerateError> {
+        if !self.reuse {
+            self.session.clear();
+        }
+        self.primed = true;
+        let logits = self.session.feed(ids)?.to_vec();
+        Ok((logits, self.session.last_feed().reused))
+    }
+
     /// Generates at most `max_tokens` after the prompt `ids`, under `constraint` when given.
     /// The KV cache keeps what it shares with `ids` (unless reuse is off), and each call
     /// samples with its own seed, reproducible from the user's.
@@ -140,9 +157,10 @@ impl Decoder {
         constraint: Option<&mut Constraint>,
         on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
     ) -> Result<Generation, GenerateError> {
-        if !self.reuse {
+        if !self.reuse && !self.primed {
             self.session.clear();
         }
+        self.primed = false;
         let opts = GenerateOptions {
             max_tokens,
             sampling: SamplingParams {

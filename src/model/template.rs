@@ -155,6 +155,9 @@ pub enum TemplateSource {
     Custom,
 }
 
+/// Tool-call markers of chat-template families, (open, close).
+const TOOL_CALL_MARKERS: &[(&str, &str)] = &[("<tool_call>", "</tool_call>")];
+
 /// A compiled chat template with the BOS/EOS texts it may refer to.
 #[derive(Debug, Clone)]
 pub struct ChatTemplate {
@@ -246,6 +249,22 @@ impl ChatTemplate {
             .get_template(TEMPLATE_NAME)
             .map(|t| t.source().contains("tools"))
             .unwrap_or(false)
+    }
+
+    /// The texts that open and close one tool call in the model's trained format, when the
+    /// template writes calls that way: Qwen2.5 and Hermes-style templates put each call in
+    /// `<tool_call>` … `</tool_call>`. `None` for templates without such a marker.
+    pub fn tool_call_marker(&self) -> Option<(&'static str, &'static str)> {
+        let source = self
+            .env
+            .get_template(TEMPLATE_NAME)
+            .ok()?
+            .source()
+            .to_string();
+        TOOL_CALL_MARKERS
+            .iter()
+            .find(|(open, close)| source.contains(open) && source.contains(close))
+            .copied()
     }
 
     /// Renders a conversation with function definitions (OpenAI's tools format) passed to the

@@ -227,7 +227,7 @@ fn json_lines_answers_each_line_in_order_and_reports_bad_lines() {
 }
 
 /// A random parameter schema a byte-level tiny model can finish: bounded strings and arrays,
-/// enums, bounded integers, a nested object.
+/// enums, bounded integers, numbers and integers without bounds, a nested object.
 fn random_params(rng: &mut Rng, depth: usize) -> Value {
     let n = 1 + (rng.next_u64() % 3) as usize;
     let mut props = serde_json::Map::new();
@@ -238,7 +238,14 @@ fn random_params(rng: &mut Rng, depth: usize) -> Value {
             0 => json!({"type": "string", "maxLength": 4}),
             1 => json!({"enum": ["red", "green", 7]}),
             2 => json!({"type": "integer", "minimum": -50, "maximum": 50}),
-            3 => json!({"type": "array", "items": {"type": "boolean"}, "maxItems": 3}),
+            3 if rng.next_u64().is_multiple_of(2) => {
+                json!({"type": "array", "items": {"type": "boolean"}, "maxItems": 3})
+            }
+            // No bound of its own: the grammar's digit caps must end it.
+            3 => {
+                let t = ["number", "integer"][(rng.next_u64() % 2) as usize];
+                json!({ "type": t })
+            }
             _ if depth == 0 => random_params(rng, depth + 1),
             _ => json!({"type": "boolean"}),
         };
@@ -277,6 +284,7 @@ fn two_hundred_random_questions_on_tiny_models_always_give_valid_calls() {
                 parallel: rng.next_u64().is_multiple_of(3),
                 require_call: rng.next_u64().is_multiple_of(2),
                 max_tokens: 2500,
+                raw_arguments: false,
             };
             let words = ["weather", "add", "red", "what", "is", "3", "please"];
             let question: Vec<&str> = (0..4)
@@ -311,4 +319,60 @@ fn two_hundred_random_questions_on_tiny_models_always_give_valid_calls() {
             }
         }
     }
+}
+
+/// Whether the grammar of `opts` over `fs` lets the tiny model's byte tokens spell `text` from
+/// the start of the reply.
+fn grammar_allows(lm: &cairn::model::LoadedModel, fs: &[functions::Function], text: &str) -> bool {
+    let compiler =
+        cairn::constrain::ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab).unwrap();
+    let grammar = cairn::call::call_grammar(fs, &CallOptions::default(), None);
+    let mut c = compiler
+        .compile(&cairn::constrain::ConstraintSpec::Lark(grammar), "test")
+        .unwrap();
+    for id in lm.tokenizer.encode(text).unwrap() {
+        let mut logits = vec![0f32; lm.model.config.vocab];
+        c.mask_logits(&mut logits).unwrap();
+        if logits[id as usize] == f32::NEG_INFINITY {
+            return false;
+        }
+        c.consume(id).unwrap();
+    }
+    true
+}
+
+/// Regression (issue 20): a numeric argument was decoded as `00000…` until the token limit cut
+/// the reply. Every number in a call grammar now has at most 15 digits before the point, 10
+/// after it, and no exponent.
+#[test]
+fn number_arguments_cannot_run_on_in_the_call_grammar() {
+    let (_dir, path) = tiny_model(&TinySpec::qwen2());
+    let lm = cairn::model::LoadedModel::load(&path, None, &cairn::model::LoadOptions::default())
+        .unwrap();
+    let (fs, _) = functions::from_value(
+        &json!([{"name": "f", "description": "F.", "parameters": {"type": "object",
+            "properties": {"x": {"type": "number"}, "n": {"type": "integer"}},
+            "required": ["x", "n"]}}]),
+        "test",
+    )
+    .unwrap();
+    let head = r#"{"name": "f", "arguments": {"x": "#;
+    let digits = |n: usize| "5".repeat(n);
+    assert!(grammar_allows(&lm, &fs, &format!("{head}{}", digits(15))));
+    assert!(!grammar_allows(&lm, &fs, &format!("{head}{}", digits(16))));
+    assert!(grammar_allows(
+        &lm,
+        &fs,
+        &format!("{head}-0.{}", digits(10))
+    ));
+    assert!(!grammar_allows(
+        &lm,
+        &fs,
+        &format!("{head}0.{}", digits(11))
+    ));
+    assert!(!grammar_allows(&lm, &fs, &format!("{head}1e")));
+    let n = r#"{"name": "f", "arguments": {"x": 2.5, "n": "#;
+    assert!(grammar_allows(&lm, &fs, &format!("{n}-{}", digits(15))));
+    assert!(!grammar_allows(&lm, &fs, &format!("{n}{}", digits(16))));
+    assert!(!grammar_allows(&lm, &fs, &format!("{n}5.")));
 }

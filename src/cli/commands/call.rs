@@ -13,7 +13,8 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::generate::SamplingArgs;
-use crate::call::{functions, CallOptions, CallOutput, FunctionCaller};
+use crate::call::score::{self, CallScores};
+use crate::call::{functions, Call, CallOptions, CallOutcome, FunctionCaller};
 use crate::cli::printer::Printer;
 use crate::config::{Config, Verbosity};
 
@@ -28,7 +29,10 @@ pub struct CallArgs {
     #[arg(long, value_name = "FILE", required_unless_present = "json_lines")]
     pub functions: Option<PathBuf>,
     /// Many questions: each line {"id", "question", "functions"}; each output line
-    /// {"id", "calls", "text"} (or {"id", "error"}).
+    /// {"id", "calls", "text", "call_probability", "ms"} (or {"id", "error"}). A line with
+    /// "expected": [{"name", "arguments"}] ([] where no function fits) is scored: its output
+    /// says "correct" and "verdict", and the totals (exact-call accuracy, calls made when
+    /// needed, text when none fits, cut replies, mean latency) end the run on stderr.
     #[arg(long, value_name = "IN.jsonl")]
     pub json_lines: Option<PathBuf>,
     /// Allow several calls in one reply.
@@ -37,6 +41,10 @@ pub struct CallArgs {
     /// The model must call a function (no plain-text reply).
     #[arg(long)]
     pub require_call: bool,
+    /// Keep the arguments exactly as decoded: do not leave out optional arguments that equal
+    /// their default or that the question does not contain, nor copy quoted strings exactly.
+    #[arg(long)]
+    pub raw_arguments: bool,
     /// Prefill every prompt whole instead of reusing the cached prefix (to measure reuse).
     #[arg(long)]
     pub no_prefix_reuse: bool,
@@ -77,6 +85,7 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
         parallel: args.parallel,
         require_call: args.require_call,
         max_tokens: sampling.max_tokens,
+        raw_arguments: args.raw_arguments,
     };
     // Read and check the input before the (slow) model load.
     let single = match (&args.question, &args.functions, &args.json_lines) {
@@ -100,19 +109,26 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
     let mut caller = FunctionCaller::new(lm, sampling.sampling)?;
     caller.set_prefix_reuse(!args.no_prefix_reuse);
     printer.detail(&format!(
-        "functions shown {}",
+        "functions shown {}; calls written {}",
         if caller.template_takes_tools() {
             "through the chat template's tools"
         } else {
             "as a listing in the system text"
+        },
+        match caller.marker() {
+            Some(m) => format!("inside the template's {} marker", m.open),
+            None => "as JSON".to_string(),
         }
     ));
     if let Some((question, fs)) = single {
         let r = caller.call(&question, &fs, &opts)?;
         printer.result(&serde_json::to_string(&r.output)?)?;
+        for note in &r.tidied {
+            printer.detail(&format!("argument {note}"));
+        }
         printer.detail(&format!(
-            "prompt {} tokens ({} reused), generated {}, {:.0} ms",
-            r.prompt_tokens, r.reused_tokens, r.generated_tokens, r.ms
+            "prompt {} tokens ({} reused), generated {}, {:.0} ms; the first token leaned {:.0}% towards a call",
+            r.prompt_tokens, r.reused_tokens, r.generated_tokens, r.ms, r.call_probability * 100.0
         ));
         return Ok(ExitCode::SUCCESS);
     }
@@ -123,6 +139,7 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
     let (mut done, mut failed, mut prompt, mut reused) = (0usize, 0usize, 0usize, 0usize);
     let mut reader = reader;
     let mut n = 0usize;
+    let mut scores = CallScores::default();
     loop {
         let Some(line) =
             crate::eval::next_line(&mut reader).context("cannot read the input lines")?
@@ -145,40 +162,64 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
             Some(Value::Number(x)) => x.to_string(),
             _ => format!("line-{n}"),
         };
-        let result: Result<CallOutput, String> = parsed.and_then(|v| {
-            let q = v
-                .get("question")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("line {n}: no \"question\" string"))?;
-            let defs = v
-                .get("functions")
-                .ok_or_else(|| format!("line {n}: no \"functions\" array"))?;
-            let (fs, notes) =
-                functions::from_value(defs, &format!("line {n}")).map_err(|e| e.to_string())?;
-            for note in notes {
-                printer.detail(&format!("line {n}: normalised: {note}"));
-            }
-            let r = caller
-                .call(q, &fs, &opts)
-                .map_err(|e| format!("line {n}: {e}"))?;
-            prompt += r.prompt_tokens;
-            reused += r.reused_tokens;
-            Ok(r.output)
+        let line_start = Instant::now();
+        let expected: Option<Result<Vec<Call>, String>> = parsed.as_ref().ok().and_then(|v| {
+            v.get("expected")
+                .map(|e| score::read_expected(e).map_err(|why| format!("line {n}: {why}")))
         });
+        let result: Result<(CallOutcome, Vec<functions::Function>), String> =
+            parsed.and_then(|v| {
+                let q = v
+                    .get("question")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("line {n}: no \"question\" string"))?;
+                let defs = v
+                    .get("functions")
+                    .ok_or_else(|| format!("line {n}: no \"functions\" array"))?;
+                let (fs, notes) =
+                    functions::from_value(defs, &format!("line {n}")).map_err(|e| e.to_string())?;
+                for note in notes {
+                    printer.detail(&format!("line {n}: normalised: {note}"));
+                }
+                let r = caller
+                    .call(q, &fs, &opts)
+                    .map_err(|e| format!("line {n}: {e}"))?;
+                prompt += r.prompt_tokens;
+                reused += r.reused_tokens;
+                Ok((r, fs))
+            });
         let row = match result {
-            // {"id", "calls", "text", "truncated"?}: the output with its id in front.
-            Ok(output) => {
+            // {"id", "calls", "text", "truncated"?, "call_probability", "ms"}: the output
+            // with its id in front, then its score when the line says what was expected.
+            Ok((outcome, fs)) => {
                 let mut row = json!({"id": id});
                 if let (Some(m), Value::Object(o)) =
-                    (row.as_object_mut(), serde_json::to_value(&output)?)
+                    (row.as_object_mut(), serde_json::to_value(&outcome)?)
                 {
                     m.extend(o);
+                    for k in ["prompt_tokens", "reused_tokens", "generated_tokens"] {
+                        m.remove(k);
+                    }
+                }
+                match &expected {
+                    Some(Ok(want)) => {
+                        let verdict = score::judge(want, &outcome.output, &fs);
+                        scores.add(want, Some(&verdict), outcome.output.truncated, outcome.ms);
+                        row["correct"] = json!(verdict == score::Verdict::Correct);
+                        row["verdict"] = serde_json::to_value(&verdict)?;
+                    }
+                    Some(Err(why)) => printer.error(why),
+                    None => {}
                 }
                 row
             }
             Err(e) => {
                 failed += 1;
                 printer.error(&e);
+                if let Some(Ok(want)) = &expected {
+                    let cut = e.contains("cut off");
+                    scores.add(want, None, cut, line_start.elapsed().as_secs_f64() * 1000.0);
+                }
                 json!({"id": id, "error": e})
             }
         };
@@ -200,6 +241,16 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
             plural(done, "question"),
             done as f64 * 60.0 / secs.max(1e-9)
         ));
+    }
+    // The scores are what a scored run is for: shown even with -q.
+    if scores.lines > 0 {
+        printer.line(
+            Verbosity::Quiet,
+            &format!("scored {}:", plural(scores.lines, "line")),
+        );
+        for l in scores.summary().lines() {
+            printer.line(Verbosity::Quiet, &format!("  {l}"));
+        }
     }
     Ok(if failed > 0 {
         ExitCode::from(1)

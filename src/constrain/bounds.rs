@@ -1,0 +1,141 @@
+//! Length bounds cairn adds to the schemas it builds (agent steps, function calls) before they
+//! are compiled, so no literal can run on to the token limit: a small model that falls into
+//! repetition (`1 + 1 + 1 ...`, `500000000…`, `0.0000…`) must reach the end of the value.
+//!
+//! - Strings without a bound of their own get a `maxLength` ([`bound_strings`]).
+//! - Numbers and integers get a magnitude of at most [`MAX_INTEGER_DIGITS`] digits (added as
+//!   `minimum`/`maximum` where the schema has none) and numbers at most
+//!   [`MAX_FRACTION_DIGITS`] decimals (`multipleOf`, where it has none); a bounded range is
+//!   written without exponent, so `1e999999…` cannot start ([`bound_numbers`]).
+//!
+//! The bounds are for decoding only: a decoded value is checked against the definition as its
+//! author wrote it.
+
+use serde_json::{json, Map, Value};
+
+/// The most digits before the decimal point of a number the grammar lets the model write
+/// (`999999999999999`): larger than any count, price or id a question gives, and exact in a
+/// double.
+pub const MAX_INTEGER_DIGITS: u32 = 15;
+
+/// The most digits after the decimal point.
+pub const MAX_FRACTION_DIGITS: i32 = 10;
+
+/// Whether every repetition in the regular expression `p` is counted (`{n,m}`, `?`): no `*`,
+/// `+` or `{n,}` outside a character class or an escape. Such a pattern bounds the length of
+/// what it matches.
+pub fn pattern_is_bounded(p: &str) -> bool {
+    let c: Vec<char> = p.chars().collect();
+    let mut i = 0;
+    let mut class = false;
+    while i < c.len() {
+        match c[i] {
+            '\\' => i += 1,
+            '[' if !class => class = true,
+            ']' if class => class = false,
+            '*' | '+' if !class => return false,
+            '{' if !class => {
+                if let Some(k) = c[i..].iter().position(|&x| x == '}') {
+                    if c[i + k - 1] == ',' {
+                        return false;
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Adds `maxLength: max` to every string schema in `schema` (properties, items, `anyOf`
+/// branches, ...) that has no `maxLength`, `enum` or `const` of its own, nor a `pattern`
+/// whose every repetition is counted ([`pattern_is_bounded`]: `^a+$` gets the bound, the
+/// sql and calculator patterns do not need it).
+pub fn bound_strings(schema: &mut Value, max: u64) {
+    match schema {
+        Value::Object(m) => {
+            let is_string = m.get("type").and_then(Value::as_str) == Some("string");
+            let bounded = ["maxLength", "enum", "const"]
+                .iter()
+                .any(|k| m.contains_key(*k))
+                || m.get("pattern")
+                    .and_then(Value::as_str)
+                    .is_some_and(pattern_is_bounded);
+            if is_string && !bounded {
+                m.insert("maxLength".into(), json!(max));
+            }
+            for (k, v) in m.iter_mut() {
+                // Values of these keywords are data, not schemas.
+                if !matches!(k.as_str(), "enum" | "const" | "default" | "examples") {
+                    bound_strings(v, max);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| bound_strings(v, max)),
+        _ => {}
+    }
+}
+
+/// Whether a schema object is for numbers: `type` `number`/`integer` or a list holding one.
+fn number_type(m: &Map<String, Value>) -> Option<&'static str> {
+    let is = |t: &str| match t {
+        "number" => Some("number"),
+        "integer" => Some("integer"),
+        _ => None,
+    };
+    match m.get("type")? {
+        Value::String(t) => is(t),
+        // `["number", "integer"]` is bounded as a number (the looser of the two).
+        Value::Array(ts) => {
+            let found: Vec<&str> = ts.iter().filter_map(|t| t.as_str().and_then(is)).collect();
+            if found.contains(&"number") {
+                Some("number")
+            } else {
+                found.first().copied()
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Adds to every number and integer schema in `schema` (properties, items, `anyOf` branches,
+/// ...) the bounds it lacks: `minimum`/`maximum` at ±(10^[`MAX_INTEGER_DIGITS`] − 1) where it
+/// has no lower/upper bound of its own, and for numbers `multipleOf: 1e-`[`MAX_FRACTION_DIGITS`]
+/// where it has no `multipleOf`. A schema with `enum` or `const` is left as it is.
+pub fn bound_numbers(schema: &mut Value) {
+    match schema {
+        Value::Object(m) => {
+            if let Some(kind) = number_type(m) {
+                if !m.contains_key("enum") && !m.contains_key("const") {
+                    let cap = 10f64.powi(MAX_INTEGER_DIGITS as i32) - 1.0;
+                    let low = m.get("minimum").or(m.get("exclusiveMinimum"));
+                    let high = m.get("maximum").or(m.get("exclusiveMaximum"));
+                    // Draft 4 writes `exclusiveMinimum: true` beside `minimum`: only a number
+                    // is a bound.
+                    let has_low = low.is_some_and(Value::is_number);
+                    let has_high = high.is_some_and(Value::is_number);
+                    let low_v = low.and_then(Value::as_f64);
+                    let high_v = high.and_then(Value::as_f64);
+                    if !has_low && high_v.is_none_or(|h| h >= -cap) {
+                        m.insert("minimum".into(), json!(-cap));
+                    }
+                    if !has_high && low_v.is_none_or(|l| l <= cap) {
+                        m.insert("maximum".into(), json!(cap));
+                    }
+                    if kind == "number" && !m.contains_key("multipleOf") {
+                        m.insert("multipleOf".into(), json!(10f64.powi(-MAX_FRACTION_DIGITS)));
+                    }
+                }
+            }
+            for (k, v) in m.iter_mut() {
+                // Values of these keywords are data, not schemas.
+                if !matches!(k.as_str(), "enum" | "const" | "default" | "examples") {
+                    bound_numbers(v);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(bound_numbers),
+        _ => {}
+    }
+}
