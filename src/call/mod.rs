@@ -599,21 +599,27 @@ impl FunctionCaller {
         }
     }
 
-    /// The probability that the model writes ` "NAME"` after `prefix`, token by token, and the
-    /// tokens of `prefix` as encoded.
+    /// The tokens of `text`.
+    fn encode(&self, text: &str) -> Result<Vec<u32>, CallError> {
+        self.decoder
+            .model()
+            .tokenizer
+            .encode(text)
+            .map_err(|e| CallError::Generate(e.into()))
+    }
+
+    /// The probability that the model writes ` "NAME"` after `prefix` (whose tokens are
+    /// `base`), token by token.
     fn name_probability(
         &mut self,
         prefix: &str,
         base: &[u32],
         name: &str,
     ) -> Result<f64, CallError> {
-        let tokenizer = &self.decoder.model().tokenizer;
-        let full = tokenizer
-            .encode(&format!(
-                "{prefix} {}",
-                serde_json::to_string(name).unwrap_or_default()
-            ))
-            .map_err(|e| CallError::Generate(e.into()))?;
+        let full = self.encode(&format!(
+            "{prefix} {}",
+            serde_json::to_string(name).unwrap_or_default()
+        ))?;
         let common = full
             .iter()
             .zip(base)
@@ -641,12 +647,7 @@ impl FunctionCaller {
         functions: &[Function],
     ) -> Result<Wanted, CallError> {
         let prefix = self.name_prefix(prompt);
-        let base = self
-            .decoder
-            .model()
-            .tokenizer
-            .encode(&prefix)
-            .map_err(|e| CallError::Generate(e.into()))?;
+        let base = self.encode(&prefix)?;
         let context = self.decoder.model().model.config.context;
         if base.len() + 2 * MAX_NAME_TOKENS > context {
             // No room to look: the call goes ahead as the first token chose.
@@ -725,12 +726,7 @@ impl FunctionCaller {
         }
         let start = Instant::now();
         let prompt = self.prompt(question, functions, opts)?;
-        let ids = self
-            .decoder
-            .model()
-            .tokenizer
-            .encode(&prompt)
-            .map_err(|e| CallError::Generate(e.into()))?;
+        let ids = self.encode(&prompt)?;
         // The call grammar is compiled (once) whatever the reply: a definition that cannot be
         // used is an error before anything is decoded.
         let must_call = CallOptions {
