@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::generate::SamplingArgs;
 use crate::call::score::{self, CallScores};
-use crate::call::{functions, Call, CallOptions, CallOutcome, FunctionCaller};
+use crate::call::{functions, Call, CallError, CallOptions, CallOutcome, FunctionCaller};
 use crate::cli::printer::Printer;
 use crate::config::{Config, Verbosity};
 
@@ -163,6 +163,8 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
             _ => format!("line-{n}"),
         };
         let line_start = Instant::now();
+        // The reply ran into the token limit (an error that counts as a cut reply).
+        let mut cut_off = false;
         let expected: Option<Result<Vec<Call>, String>> = parsed.as_ref().ok().and_then(|v| {
             v.get("expected")
                 .map(|e| score::read_expected(e).map_err(|why| format!("line {n}: {why}")))
@@ -181,9 +183,10 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
                 for note in notes {
                     printer.detail(&format!("line {n}: normalised: {note}"));
                 }
-                let r = caller
-                    .call(q, &fs, &opts)
-                    .map_err(|e| format!("line {n}: {e}"))?;
+                let r = caller.call(q, &fs, &opts).map_err(|e| {
+                    cut_off = matches!(e, CallError::Incomplete { .. });
+                    format!("line {n}: {e}")
+                })?;
                 prompt += r.prompt_tokens;
                 reused += r.reused_tokens;
                 Ok((r, fs))
@@ -217,8 +220,8 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
                 failed += 1;
                 printer.error(&e);
                 if let Some(Ok(want)) = &expected {
-                    let cut = e.contains("cut off");
-                    scores.add(want, None, cut, line_start.elapsed().as_secs_f64() * 1000.0);
+                    let ms = line_start.elapsed().as_secs_f64() * 1000.0;
+                    scores.add(want, None, cut_off, ms);
                 }
                 json!({"id": id, "error": e})
             }
