@@ -96,6 +96,12 @@ pub const SETTINGS: &[Setting] = &[
         doc: "A TOML manifest of user-declared tools (name, description, JSON Schema args, argv; per call `timeout_secs` 10 killing the whole process group, `max_memory_mb` 1024 per process, 64 KiB of output kept). Names of built-ins and `final_answer` are refused.",
     },
     Setting {
+        flag: "--mcp",
+        env: "CAIRN_MCP",
+        default: "none",
+        doc: "An MCP server to start over stdio, as `COMMAND ARGS...` (or `NAME=COMMAND ARGS...`); each of its tools becomes the tool NAME.TOOL. Repeat the flag for more servers (the variable holds one). Servers get only PATH, HOME and what a manifest's `[[mcp]]` entry names.",
+    },
+    Setting {
         flag: "",
         env: "CAIRN_ISA",
         default: "the best the CPU has",
@@ -192,6 +198,8 @@ pub struct Config {
     pub index_named: bool,
     /// The manifest of user-declared tools, if any.
     pub tools: Option<PathBuf>,
+    /// MCP servers from `--mcp` / `CAIRN_MCP`.
+    pub mcp: Vec<crate::tools::mcp::ServerSpec>,
 }
 
 impl Config {
@@ -204,6 +212,7 @@ impl Config {
             memory: self.memory.clone(),
             memory_decay: self.memory_decay,
             tools: self.tools.clone(),
+            mcp: self.mcp.clone(),
         }
     }
 
@@ -283,6 +292,7 @@ impl Default for Config {
             index: Config::default_index(),
             index_named: env_nonempty("CAIRN_INDEX").is_some(),
             tools: env_nonempty("CAIRN_TOOLS").map(PathBuf::from),
+            mcp: Vec::new(),
         }
     }
 }

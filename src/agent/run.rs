@@ -212,9 +212,10 @@ impl<P: Policy> Agent<P> {
         self.finish(run, task, stop, error)
     }
 
-    /// Opens the memory side of a task: session, turn, facts, earlier turns, and the `recall`
-    /// tool bound to the session.
+    /// Opens a task: tells the tools ([`crate::tools::Tool::new_task`]), then the memory side:
+    /// session, turn, facts, earlier turns, and the `recall` tool bound to the session.
     fn begin(&mut self, run: &mut TaskRun, task: &str, session: Option<&str>) -> TaskContext {
+        self.tools.new_task();
         let mut ctx = TaskContext::default();
         let mut bound_recall = false;
         if let (Some(store), Some(name)) = (&self.memory, session) {

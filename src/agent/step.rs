@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use crate::constrain::bounds::{bound_numbers, bound_strings};
+use crate::constrain::bounds::{bound_numbers, bound_strings, close_objects};
 
 /// The most characters of `thought`: room for a short plan and the results carried forward,
 /// but bounded. Measured on the 0.5B model: an unbounded thought tries to compute the answer
@@ -60,7 +60,8 @@ impl StepTool {
 
 /// The schema of one step: `anyOf` one object per tool, then `final_answer`. String
 /// arguments without a bound get [`ARG_MAX_CHARS`], the answer [`ANSWER_MAX_CHARS`], numbers
-/// the bounds of [`bound_numbers`].
+/// the bounds of [`bound_numbers`], and objects no keys beyond their `properties`
+/// ([`close_objects`]).
 pub fn step_schema(tools: &[StepTool]) -> Value {
     let final_answer = StepTool::new(
         FINAL_ANSWER,
@@ -78,6 +79,7 @@ pub fn step_schema(tools: &[StepTool]) -> Value {
             let mut args = tool.args.clone();
             bound_strings(&mut args, ARG_MAX_CHARS);
             bound_numbers(&mut args);
+            close_objects(&mut args);
             json!({
                 "type": "object",
                 "properties": {
@@ -134,6 +136,10 @@ mod tests {
         assert!(!pattern_is_bounded("^a{2,}$"));
         assert!(args["e"].get("maxLength").is_none());
         assert_eq!(args["l"]["items"]["maxLength"], ARG_MAX_CHARS);
+        assert_eq!(
+            s["anyOf"][0]["properties"]["args"]["additionalProperties"], false,
+            "the model cannot make up an argument"
+        );
         let answer = &s["anyOf"][1]["properties"]["args"]["properties"]["answer"];
         assert_eq!(answer["maxLength"], ANSWER_MAX_CHARS);
     }

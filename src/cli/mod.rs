@@ -77,6 +77,10 @@ pub struct GlobalArgs {
     /// A TOML manifest of user-declared tools. [env: CAIRN_TOOLS]
     #[arg(long, global = true, value_name = "FILE")]
     pub tools: Option<std::path::PathBuf>,
+    /// An MCP server to start over stdio: 'COMMAND ARGS...' or 'NAME=COMMAND ARGS...'; its tools
+    /// become NAME.TOOL. Repeat for more servers. [env: CAIRN_MCP]
+    #[arg(long, global = true, value_name = "COMMAND")]
+    pub mcp: Vec<String>,
     /// Only errors on stderr.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -118,6 +122,12 @@ pub enum Command {
     Tools(commands::tools::ToolsArgs),
     /// Build or update the search index from folders of documents.
     Index(commands::index::IndexArgs),
+    /// Check a Model Context Protocol server: start it, list its tools, stop it.
+    Mcp {
+        /// What to do.
+        #[command(subcommand)]
+        command: commands::mcp::McpCommand,
+    },
     /// Search the index and print the best passages with file:line.
     Search(commands::search::SearchArgs),
 }
@@ -194,6 +204,19 @@ impl GlobalArgs {
         if let Some(t) = &self.tools {
             config.tools = Some(t.clone());
         }
+        let mcp_lines = if self.mcp.is_empty() {
+            crate::config::env_nonempty("CAIRN_MCP")
+                .into_iter()
+                .collect()
+        } else {
+            self.mcp.clone()
+        };
+        for line in &mcp_lines {
+            config.mcp.push(
+                crate::tools::mcp::ServerSpec::from_command_line(line)
+                    .map_err(|e| anyhow::anyhow!("--mcp: {e}"))?,
+            );
+        }
         if let Some(v) = crate::config::env_nonempty("CAIRN_MEMORY_DECAY") {
             config.memory_decay = v.trim().parse().map_err(|_| {
                 anyhow::anyhow!("CAIRN_MEMORY_DECAY is `{v}`: expected a number above 0 and at most 1, like 0.9")
@@ -246,6 +269,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Memory { command } => commands::memory::run(config, out, &command),
             Command::Tools(args) => commands::tools::run(config, out, &args),
             Command::Index(args) => commands::index::run(config, out, &args),
+            Command::Mcp { command } => commands::mcp::run(config, out, &command),
             Command::Search(args) => commands::search::run(config, out, &args),
         }
     });

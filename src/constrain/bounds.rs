@@ -8,6 +8,10 @@
 //!   [`MAX_FRACTION_DIGITS`] decimals (`multipleOf`, where it has none); a bounded range is
 //!   written without exponent, so `1e999999…` cannot start ([`bound_numbers`]).
 //!
+//! - Objects that list their `properties` get no others ([`close_objects`]): a key the
+//!   definition does not name is one the model made up (`"dryRun"` copied from another
+//!   tool's arguments).
+//!
 //! The bounds are for decoding only: a decoded value is checked against the definition as its
 //! author wrote it.
 
@@ -73,6 +77,27 @@ pub fn bound_strings(schema: &mut Value, max: u64) {
             }
         }
         Value::Array(a) => a.iter_mut().for_each(|v| bound_strings(v, max)),
+        _ => {}
+    }
+}
+
+/// Adds `additionalProperties: false` to every object schema in `schema` that lists
+/// `properties` and says nothing of others. An object without `properties` (free-form, such
+/// as `{"type": "object"}`) stays open.
+pub fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(m) => {
+            let listed = m.get("properties").is_some_and(Value::is_object);
+            if listed && !m.contains_key("additionalProperties") {
+                m.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            for (k, v) in m.iter_mut() {
+                if !matches!(k.as_str(), "enum" | "const" | "default" | "examples") {
+                    close_objects(v);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(close_objects),
         _ => {}
     }
 }

@@ -35,6 +35,7 @@ pub fn run_naive(
     max_tokens: usize,
 ) -> AgentResult {
     let start = Instant::now();
+    tools.new_task();
     let mut r = AgentResult::started(None);
     let (stop, error) = rounds(policy, tools, task, max_rounds, max_tokens, &mut r);
     r.stop_reason = stop;

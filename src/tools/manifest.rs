@@ -10,7 +10,23 @@
 //! args = { type = "object", properties = { city = { type = "string" } }, required = ["city"] }
 //! ```
 //!
-//! `args` is a JSON Schema, written as a TOML table or as a string of JSON. At each call the
+//! MCP servers (see [`super::mcp`]) are declared beside the tools, in the shape other MCP
+//! clients use, so an entry can be copied over:
+//!
+//! ```toml
+//! [[mcp]]
+//! name = "fs"                                  # its tools are fs.read_file, fs.list_directory, ...
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
+//! env = { NOTES_LANG = "en" }                  # it gets these, PATH and HOME, nothing else
+//! cwd = "."                                    # optional, relative to the manifest's folder
+//! timeout_secs = 30                            # optional, per call, default 30
+//! allow = ["read_file", "list_directory"]      # optional: only these of its tools
+//! deny = ["write_file"]                        # optional: never these
+//! names = { read_file = "read_note" }          # optional: names other than fs.TOOL
+//! ```
+//!
+//! `args` of a `[[tool]]` is a JSON Schema, written as a TOML table or as a string of JSON. At each call the
 //! arguments go to the program's stdin as one line of JSON; its stdout is the observation. A
 //! non-zero exit is `InvalidInput` carrying its stderr.
 //!
@@ -119,6 +135,29 @@ pub enum ManifestError {
 struct ManifestFile {
     #[serde(default)]
     tool: Vec<ToolEntry>,
+    #[serde(default)]
+    mcp: Vec<McpEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpEntry {
+    name: String,
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    timeout_secs: Option<f64>,
+    #[serde(default)]
+    allow: Option<Vec<String>>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    names: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -139,6 +178,8 @@ struct ToolEntry {
 pub struct Manifest {
     /// The tools, in file order.
     pub tools: Vec<CommandTool>,
+    /// The MCP servers, in file order (not started yet).
+    pub mcp: Vec<super::mcp::ServerSpec>,
 }
 
 impl Manifest {
@@ -171,7 +212,7 @@ impl Manifest {
             };
             if !super::valid_tool_name(&entry.name) {
                 return Err(invalid(format!(
-                    "the name `{}` is not valid: use 1-64 letters, digits, `_` or `-`, starting with a letter",
+                    "the name `{}` is not valid: use 1-64 letters, digits, `_`, `-` or `.`, starting with a letter",
                     entry.name
                 )));
             }
@@ -197,17 +238,7 @@ impl Manifest {
                     "`argv` is empty; give the program and its arguments, e.g. [\"python3\", \"tool.py\"]".into(),
                 ));
             }
-            let timeout = match entry.timeout_secs {
-                None => DEFAULT_TIMEOUT,
-                Some(s) if s.is_finite() && s > 0.0 && s <= MAX_TIMEOUT_SECS => {
-                    Duration::from_secs_f64(s)
-                }
-                Some(s) => {
-                    return Err(invalid(format!(
-                        "`timeout_secs` is {s}; give a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
-                    )))
-                }
-            };
+            let timeout = timeout_of(entry.timeout_secs, DEFAULT_TIMEOUT).map_err(invalid)?;
             let max_memory_mb = match entry.max_memory_mb {
                 None => DEFAULT_MAX_MEMORY_MB,
                 Some(mb) if u64::try_from(mb).is_ok_and(|mb| MEMORY_MB_RANGE.contains(&mb)) => {
@@ -258,12 +289,100 @@ impl Manifest {
                 dir: dir.to_path_buf(),
             });
         }
-        Ok(Manifest { tools })
+        let mut mcp: Vec<super::mcp::ServerSpec> = Vec::new();
+        for entry in file.mcp {
+            let invalid = |message: String| ManifestError::Invalid {
+                path: path.to_path_buf(),
+                tool: format!("[[mcp]] {}", entry.name),
+                message,
+            };
+            if !super::mcp::valid_server_name(&entry.name) {
+                return Err(invalid(format!(
+                    "the server name `{}` is not valid: use 1-32 letters, digits, `_` or `-`, starting with a letter",
+                    entry.name
+                )));
+            }
+            if mcp.iter().any(|m| m.name == entry.name) {
+                return Err(invalid(format!(
+                    "the server name `{}` is declared twice in the manifest; give each server its own name",
+                    entry.name
+                )));
+            }
+            if entry.command.trim().is_empty() {
+                return Err(invalid(
+                    "`command` is empty; give the server's program, e.g. \"npx\"".into(),
+                ));
+            }
+            for (k, v) in &entry.env {
+                if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                    return Err(invalid(format!(
+                        "`env` has the variable `{k}`, which cannot be passed to a program; use a name without `=`"
+                    )));
+                }
+            }
+            for (remote, local) in &entry.names {
+                if !super::valid_tool_name(local) || RESERVED_NAMES.contains(&local.as_str()) {
+                    return Err(invalid(format!(
+                        "`names` gives `{remote}` the name `{local}`, which is not valid or is taken by a built-in; use 1-64 letters, digits, `_`, `-` or `.`, starting with a letter"
+                    )));
+                }
+            }
+            let timeout =
+                timeout_of(entry.timeout_secs, super::mcp::DEFAULT_TIMEOUT).map_err(invalid)?;
+            let mut command = PathBuf::from(&entry.command);
+            if command.components().count() > 1 && command.is_relative() {
+                command = dir.join(command);
+            }
+            if let Some(why) = missing_program(&command) {
+                return Err(invalid(format!(
+                    "`command` names the program `{}`, which {why}; give its full path or install it",
+                    entry.command
+                )));
+            }
+            let cwd = entry
+                .cwd
+                .as_deref()
+                .map(|c| super::mcp::resolve_cwd(c, dir));
+            if let Some(c) = &cwd {
+                if !c.is_dir() {
+                    return Err(invalid(format!(
+                        "`cwd` is {}, which is not a folder",
+                        c.display()
+                    )));
+                }
+            }
+            mcp.push(super::mcp::ServerSpec {
+                name: entry.name,
+                command: command.to_string_lossy().into_owned(),
+                args: entry.args,
+                env: entry.env,
+                cwd,
+                timeout,
+                allow: entry.allow,
+                deny: entry.deny,
+                names: entry.names,
+            });
+        }
+        Ok(Manifest { tools, mcp })
     }
 
     /// The tools, to register.
     pub fn into_tools(self) -> Vec<CommandTool> {
         self.tools
+    }
+}
+
+/// A `timeout_secs` as a duration: `default` when absent; above 0 and at most
+/// [`MAX_TIMEOUT_SECS`].
+fn timeout_of(secs: Option<f64>, default: Duration) -> Result<Duration, String> {
+    match secs {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s <= MAX_TIMEOUT_SECS => {
+            Ok(Duration::from_secs_f64(s))
+        }
+        Some(s) => Err(format!(
+            "`timeout_secs` is {s}; give a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
+        )),
     }
 }
 

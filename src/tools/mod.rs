@@ -1,6 +1,6 @@
 //! Tools the agent can call: the [`Tool`] trait, the [`ToolRegistry`] that runs them, and the
 //! built-in tools ([`sql`], [`calculator`], [`search`], [`recall`]) plus tools users declare
-//! in a TOML manifest ([`manifest`]).
+//! in a TOML manifest ([`manifest`]) and the tools of Model Context Protocol servers ([`mcp`]).
 //!
 //! A tool has a name, a description written for the model, a JSON Schema of its arguments and
 //! a `run` method. The registry is the one way tools are called — by the agent loop, by
@@ -18,6 +18,7 @@
 
 pub mod calculator;
 pub mod manifest;
+pub mod mcp;
 pub mod recall;
 pub mod schema;
 pub mod search;
@@ -191,6 +192,9 @@ pub trait Tool: Send + Sync {
     fn call_schema(&self) -> Option<Value> {
         None
     }
+    /// A new task begins: a tool with per-task state resets it (an MCP server gets its one
+    /// restart back). Nothing by default.
+    fn new_task(&self) {}
 }
 
 /// Limits every call through a [`ToolRegistry`] obeys.
@@ -239,6 +243,8 @@ pub struct ToolSources {
     pub memory_decay: f64,
     /// The `--tools` manifest.
     pub tools: Option<std::path::PathBuf>,
+    /// MCP servers from `--mcp` (the manifest's `[[mcp]]` entries are added to them).
+    pub mcp: Vec<mcp::ServerSpec>,
 }
 
 /// The tools available to one agent, by name, and the one way to call them.
@@ -270,7 +276,7 @@ pub enum RegistryError {
     #[error("a tool named `{0}` is already registered; tool names must be unique")]
     Duplicate(String),
     /// A name the action schema cannot carry.
-    #[error("tool name `{0}` is not valid: use 1-64 letters, digits, `_` or `-`, starting with a letter")]
+    #[error("tool name `{0}` is not valid: use 1-64 letters, digits, `_`, `-` or `.`, starting with a letter")]
     BadName(String),
     /// The tool's argument schema is not one the registry can validate.
     #[error("the arguments schema of tool `{name}` is not valid: {source}")]
@@ -283,6 +289,9 @@ pub enum RegistryError {
     /// The `--tools` manifest could not be loaded.
     #[error(transparent)]
     Manifest(#[from] manifest::ManifestError),
+    /// An MCP server could not be started.
+    #[error(transparent)]
+    Mcp(#[from] mcp::McpError),
 }
 
 impl ToolRegistry {
@@ -298,9 +307,13 @@ impl ToolRegistry {
     /// set; `search` when the index file exists; `recall` when the memory file exists (over
     /// every session's facts: the agent loop re-registers it bound to its session); every tool
     /// of the `--tools` manifest, its timeout capped at the registry's (so the program is
-    /// killed when the call ends). A built-in that cannot be set up is left out and remembered
-    /// with its reason (see [`ToolRegistry::unavailable`]); a broken manifest is an error (a
-    /// manifest tool named like a built-in is one, whether or not the built-in is available).
+    /// killed when the call ends); every tool of every MCP server (`--mcp`, then the
+    /// manifest's `[[mcp]]`), each server started here, its call timeout capped the same way.
+    /// A built-in that cannot be set up is left out and remembered with its reason (see
+    /// [`ToolRegistry::unavailable`]), and so is an MCP tool `allow`/`deny` keeps out or whose
+    /// schema cairn cannot use; a broken manifest or a server that does not start is an error
+    /// (a manifest tool named like a built-in is one, whether or not the built-in is
+    /// available).
     pub fn from_sources(
         config: &ToolSources,
         options: RegistryOptions,
@@ -355,11 +368,27 @@ impl ToolRegistry {
                 )),
             );
         }
+        let mut servers = config.mcp.clone();
         if let Some(path) = &config.tools {
             let m = manifest::Manifest::load(path)?;
+            servers.extend(m.mcp.iter().cloned());
             for t in m.into_tools() {
                 reg.register(Arc::new(t.with_timeout_at_most(options.timeout)))?;
             }
+        }
+        let servers: Vec<_> = servers
+            .into_iter()
+            .map(|s| s.with_timeout_at_most(options.timeout))
+            .collect();
+        let (tools, left_out) = mcp::start_all(&servers)?;
+        for t in tools {
+            reg.register(Arc::new(t))?;
+        }
+        for (name, why) in left_out {
+            reg.mark_unavailable(
+                &name,
+                ToolError::invalid(format!("the tool `{name}` is not available: {why}")),
+            );
         }
         Ok(reg)
     }
@@ -437,6 +466,11 @@ impl ToolRegistry {
                 args_schema: t.args_schema(),
             })
             .collect()
+    }
+
+    /// Tells every tool a new task begins ([`Tool::new_task`]).
+    pub fn new_task(&self) {
+        self.tools.values().for_each(|t| t.new_task());
     }
 
     /// The limits calls obey.
@@ -548,7 +582,7 @@ fn valid_tool_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
         && name.len() <= 64
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
 /// Cuts `obs` to at most `max_chars` characters of text plus a marker saying how many were cut.

@@ -16,6 +16,7 @@ mod crash;
 mod fetch;
 mod index;
 mod load;
+mod mcp;
 mod memory;
 mod model;
 mod presets;

@@ -301,7 +301,8 @@ fn builtin_schemas_pass_the_checker_and_reject_bad_args() {
     );
 }
 
-fn write_manifest(dir: &Path, body: &str) -> PathBuf {
+/// Writes a tools manifest `tools.toml` with `body` into `dir`.
+pub(crate) fn write_manifest(dir: &Path, body: &str) -> PathBuf {
     let p = dir.join("tools.toml");
     std::fs::write(&p, body).unwrap();
     p
@@ -660,6 +661,7 @@ args = { type = "object" }
         index: dir.path().join("no-index"),
         memory: dir.path().join("no-memory"),
         memory_decay: 0.9,
+        mcp: Vec::new(),
     };
     let reg = ToolRegistry::from_sources(
         &sources,

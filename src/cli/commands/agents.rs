@@ -89,7 +89,8 @@ pub fn build_agent(
 }
 
 /// Like [`build_agent`], `jobs` agents sharing one loaded model and one token trie, each
-/// with its own KV cache and memory connection (`memory`: the memory file, or none). Rounds
+/// with its own KV cache, memory connection (`memory`: the memory file, or none) and tools
+/// (so each job has its own MCP servers). Rounds
 /// are printed through `printer` when `rounds_on_stderr` (or at -v).
 pub fn build_agents(
     config: &Config,
@@ -156,7 +157,15 @@ pub fn build_agents(
             Some(m) => Some(MemoryStore::open(m)?),
             None => None,
         };
-        let mut agent = Agent::new(policy, tools.clone(), store, options.clone())?;
+        // The first job takes the registry built above; each other job starts its own (its
+        // own database connection and MCP servers).
+        let tools = match agents.is_empty() {
+            true => tools.clone(),
+            false => {
+                ToolRegistry::from_sources(&config.tool_sources(), RegistryOptions::default())?
+            }
+        };
+        let mut agent = Agent::new(policy, tools, store, options.clone())?;
         if (rounds_on_stderr && printer.shows(Verbosity::Normal)) || printer.verbose() {
             agent.add_sink(Box::new(RoundPrinter::new(printer.clone())));
         }

@@ -9,6 +9,7 @@ pub mod call;
 pub mod chat;
 pub mod generate;
 pub mod index;
+pub mod mcp;
 pub mod memory;
 pub mod model;
 pub mod run;
