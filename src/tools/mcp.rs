@@ -369,6 +369,8 @@ impl StderrTail {
 struct Connection {
     service: RunningService<RoleClient, ()>,
     child: tokio::process::Child,
+    /// The server's process group (its pid: it leads the group).
+    pgid: Option<u32>,
     stderr: StderrTail,
     over: watch::Receiver<u64>,
 }
@@ -377,13 +379,9 @@ impl Connection {
     /// Closes the protocol, gives the server a moment to exit, then kills its process group.
     async fn close(mut self) {
         let _ = tokio::time::timeout(Duration::from_secs(2), self.service.cancel()).await;
-        if tokio::time::timeout(Duration::from_millis(500), self.child.wait())
-            .await
-            .is_err()
-        {
-            kill_group(&self.child);
-        }
-        kill_group(&self.child);
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await;
+        // What the server started (node under npx) may outlive it: the whole group goes.
+        kill_pgid(self.pgid);
         let _ = self.child.wait().await;
     }
 
@@ -393,18 +391,23 @@ impl Connection {
     }
 }
 
-#[cfg(unix)]
+/// Kills the process group of a child not yet reaped.
 fn kill_group(child: &tokio::process::Child) {
-    if let Some(pid) = child.id() {
+    kill_pgid(child.id());
+}
+
+#[cfg(unix)]
+fn kill_pgid(pgid: Option<u32>) {
+    if let Some(pgid) = pgid {
         // SAFETY: killpg only sends a signal; the group is the one the server leads.
         unsafe {
-            libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+            libc::killpg(pgid as libc::pid_t, libc::SIGKILL);
         }
     }
 }
 
 #[cfg(not(unix))]
-fn kill_group(_child: &tokio::process::Child) {}
+fn kill_pgid(_pgid: Option<u32>) {}
 
 /// Tools left out of a server's: each one's cairn name and why.
 pub type LeftOut = Vec<(String, String)>;
@@ -576,6 +579,7 @@ async fn connect(
     Ok((
         Connection {
             service,
+            pgid: child.id(),
             child,
             stderr: tail,
             over,

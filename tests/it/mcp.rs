@@ -409,3 +409,51 @@ fn the_agent_calls_an_mcp_tool_with_the_default_preset() {
     assert_eq!(call["ok"], true, "{r}");
     assert!(r["answer"].as_str().unwrap().contains("CAIRN CAIRN"), "{r}");
 }
+
+/// What a server starts (node under npx, here a `sleep` beside the server) is in its process
+/// group and is killed with it when cairn is done.
+#[test]
+fn what_an_mcp_server_starts_is_killed_with_it() {
+    let home = tempfile::tempdir().unwrap();
+    let marker = home.path().join("started");
+    let line = format!(
+        "t=sh -c 'sleep 3171 & echo $! > {}; exec {}'",
+        marker.display(),
+        server().display()
+    );
+    let out = cairn(home.path())
+        .args([
+            "--mcp",
+            &line,
+            "tools",
+            "call",
+            "t.add",
+            r#"{"a": 1, "b": 1}"#,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid: i32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    // A killed child of the server is a zombie until init reaps it: gone or `Z` is dead.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false)
+    };
+    while alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !alive(),
+        "the server's background child {pid} outlived cairn"
+    );
+}
