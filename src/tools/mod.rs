@@ -543,7 +543,13 @@ impl ToolRegistry {
         let spawned = std::thread::Builder::new()
             .name(format!("tool-{name}"))
             .spawn(move || {
-                let _ = tx.send(tool.run(&args));
+                let result = tool.run(&args);
+                // Let go of the tool before answering: the caller may then drop the last
+                // reference and exit, and a tool that cleans up when dropped (an MCP server
+                // killing its process group) must do so on the caller's side, not be cut off
+                // by the exit in this thread.
+                drop(tool);
+                let _ = tx.send(result);
             });
         if let Err(e) = spawned {
             return Err(ToolError::transient(format!(

@@ -411,7 +411,9 @@ fn the_agent_calls_an_mcp_tool_with_the_default_preset() {
 }
 
 /// What a server starts (node under npx, here a `sleep` beside the server) is in its process
-/// group and is killed with it when cairn is done.
+/// group and is killed with it when cairn is done. Regression: under load the `sleep`
+/// survived, because the registry's call thread held the last reference to the server and
+/// the process exited before that thread let go of it, so the server was never closed.
 #[test]
 fn what_an_mcp_server_starts_is_killed_with_it() {
     let home = tempfile::tempdir().unwrap();
