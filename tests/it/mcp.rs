@@ -57,18 +57,17 @@ fn scripted_agent(steps: Vec<Value>) -> Agent<ScriptedPolicy> {
     Agent::new(ScriptedPolicy::new(steps, 4096), tools, None, options).unwrap()
 }
 
+/// Runs cairn with `args` in `home`, checks it succeeded, and returns its stdout.
+fn stdout_of(home: &Path, args: &[&str]) -> String {
+    let out = cairn(home).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "cairn {args:?}: {err}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn tools_json(home: &Path, extra: &[&str]) -> Value {
-    let out = cairn(home)
-        .args(extra)
-        .args(["tools", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let args: Vec<&str> = extra.iter().copied().chain(["tools", "--json"]).collect();
+    serde_json::from_str(&stdout_of(home, &args)).unwrap()
 }
 
 #[test]
@@ -97,18 +96,12 @@ fn mcp_tools_are_listed_with_their_schemas_and_called_like_any_tool() {
         "built-ins stay"
     );
 
-    let out = cairn(home.path())
-        .args(["--mcp", &flag(), "tools", "call", "t.echo"])
-        .arg(r#"{"text": "hi", "options": {"upper": true, "repeat": 2}, "tags": ["x"]}"#)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let echo = r#"{"text": "hi", "options": {"upper": true, "repeat": 2}, "tags": ["x"]}"#;
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        stdout_of(
+            home.path(),
+            &["--mcp", &flag(), "tools", "call", "t.echo", echo]
+        ),
         "HI HI\nstructured: {\"text\":\"HI HI\",\"tags\":[\"x\"]}\n"
     );
     // Arguments are checked against the server's schema before the server sees them.
@@ -363,16 +356,7 @@ fn bad_mcp_entries_and_servers_that_do_not_start_fail_clearly() {
 #[test]
 fn mcp_ping_says_whether_a_server_is_usable() {
     let home = tempfile::tempdir().unwrap();
-    let out = cairn(home.path())
-        .args(["mcp", "ping", &flag()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_of(home.path(), &["mcp", "ping", &flag()]);
     assert!(text.starts_with("t: rmcp"), "{text}");
     assert!(text.contains("with 10 tools, 10 usable"), "{text}");
     assert!(text.contains("  t.echo  Send the text back"), "{text}");
