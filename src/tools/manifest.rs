@@ -339,10 +339,7 @@ impl Manifest {
                     entry.command
                 )));
             }
-            let cwd = entry
-                .cwd
-                .as_deref()
-                .map(|c| super::mcp::resolve_cwd(c, dir));
+            let cwd = entry.cwd.as_deref().map(|c| dir.join(c)); // an absolute `cwd` stays as it is
             if let Some(c) = &cwd {
                 if !c.is_dir() {
                     return Err(invalid(format!(

@@ -27,7 +27,7 @@
 //! type and size, never dumped.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
@@ -648,11 +648,6 @@ impl McpServer {
         &self.ident
     }
 
-    /// Every tool it listed, before `allow` and `deny`.
-    pub fn listed(&self) -> &[RemoteTool] {
-        &self.listed
-    }
-
     /// Its tools as cairn tools: those `allow` and `deny` let in and whose schema cairn can
     /// validate and decode, and, for the others, the cairn name and why each was left out.
     pub fn tools(self: &Arc<Self>) -> (Vec<McpTool>, LeftOut) {
@@ -1060,11 +1055,6 @@ impl McpTool {
     pub fn remote_name(&self) -> &str {
         &self.remote
     }
-
-    /// The server it belongs to.
-    pub fn server(&self) -> &Arc<McpServer> {
-        &self.server
-    }
 }
 
 impl Tool for McpTool {
@@ -1117,15 +1107,6 @@ pub fn start_all(specs: &[ServerSpec]) -> Result<(Vec<McpTool>, LeftOut), McpErr
         left_out.extend(l);
     }
     Ok((tools, left_out))
-}
-
-/// The folder a manifest's relative `cwd` is taken from.
-pub fn resolve_cwd(cwd: &Path, base: &Path) -> PathBuf {
-    if cwd.is_absolute() {
-        cwd.to_path_buf()
-    } else {
-        base.join(cwd)
-    }
 }
 
 #[cfg(test)]
