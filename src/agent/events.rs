@@ -53,6 +53,22 @@ pub enum EventKind {
         /// Time it took, ms.
         ms: f64,
     },
+    /// The `reason` action ran: the model's reasoning in its own context, with the
+    /// calculations the calculator checked.
+    Reason {
+        /// The round.
+        round: usize,
+        /// The reasoning, with the checked values written in.
+        text: String,
+        /// The calculations checked: (expression, value written after its `=`).
+        checked: Vec<(String, String)>,
+        /// Prompt tokens of its own context.
+        prompt_tokens: usize,
+        /// Tokens generated.
+        tokens: usize,
+        /// Time it took, ms.
+        ms: f64,
+    },
     /// A round's prompt was built.
     Prompt {
         /// The round.

@@ -32,6 +32,32 @@ pub struct Example {
 
 /// The bank.
 pub const BANK: &[Example] = &[
+    // The word problems first as the `reason` action works them (chosen when it is offered:
+    // on equal scores the first example wins), then as calculator steps.
+    Example {
+        name: "word_problem_reasoned",
+        task: "A bakery bakes 45 rolls an hour for 6 hours. It sells all of them but 38. How many rolls does it sell?",
+        cues: "each every per total left remaining more less times half twice buys sells gives has had spends pays earns costs how many much if then after altogether",
+        tools: &["reason"],
+        calls: &[(
+            r#"{"thought":"A word problem with several steps: reason it through, each calculation checked.","action":"reason","args":{}}"#,
+            "reason",
+            "The bakery bakes 45 rolls an hour for 6 hours:\n45 * 6 = 270 rolls baked.\nIt sells all of them but 38:\n270 - 38 = 232 rolls sold.\nAnswer: 232",
+        )],
+        answer: r#"{"thought":"The reasoning found 232 rolls sold.","action":"final_answer","args":{"answer":"The bakery sells 232 rolls."}}"#,
+    },
+    Example {
+        name: "percent_problem_reasoned",
+        task: "A coat costs 80 euros. Its price is cut by 15%, then a 10 euro voucher is used. What is paid?",
+        cues: "percent discount reduced increase off sale rate share fraction ratio average",
+        tools: &["reason"],
+        calls: &[(
+            r#"{"thought":"Two steps of arithmetic: reason it through, each calculation checked.","action":"reason","args":{}}"#,
+            "reason",
+            "The price is cut by 15%, so 85% of it is left:\n80 * 0.85 = 68 euros.\nThe voucher takes 10 euros off:\n68 - 10 = 58 euros.\nAnswer: 58 euros",
+        )],
+        answer: r#"{"thought":"The reasoning found 58 euros.","action":"final_answer","args":{"answer":"58 euros is paid for the coat."}}"#,
+    },
     Example {
         name: "word_problem",
         task: "A bakery bakes 45 rolls an hour for 6 hours. It sells all of them but 38. How many rolls does it sell?",
@@ -302,5 +328,15 @@ mod tests {
             Some("arithmetic")
         );
         assert_eq!(name("anything", &[]), Some("direct"));
+        // With the `reason` action offered, word problems are shown worked with it.
+        let with_reason = [info("calculator"), info("sql"), info("reason")];
+        let word =
+            "Tom has 12 apples and gives half of them to each of his 3 friends. How many are left?";
+        assert_eq!(name(word, &with_reason), Some("word_problem_reasoned"));
+        assert_eq!(
+            name("A bike costs 200 dollars and is sold at a 20 percent discount. What is the sale price?", &with_reason),
+            Some("percent_problem_reasoned")
+        );
+        assert_eq!(name("What is 17 * 23?", &with_reason), Some("arithmetic"));
     }
 }

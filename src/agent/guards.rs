@@ -66,6 +66,11 @@ impl Guards {
         Some(seen)
     }
 
+    /// Turns `tool` off for the rest of the task (an action offered once per task).
+    pub fn bench(&mut self, tool: &str) {
+        self.benched.insert(tool.to_string());
+    }
+
     /// Keeps a new call's result for its repeats. A transient failure is not kept: the same
     /// call may well work next time.
     pub fn remember(&mut self, key: String, seen: Seen, class: Option<ErrorClass>) {

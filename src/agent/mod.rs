@@ -21,11 +21,12 @@ pub mod examples;
 mod guards;
 mod policy;
 pub mod prompt;
+pub mod reason;
 mod run;
 pub mod step;
 
 pub use events::{Event, EventKind, EventSink, TraceWriter};
-pub use policy::{scripted_tokens, Decoded, ModelPolicy, Policy, ScriptedPolicy};
+pub use policy::{scripted_tokens, Decoded, ModelPolicy, Policy, Reasoned, ScriptedPolicy};
 pub use run::Agent;
 
 use std::time::Duration;
@@ -73,6 +74,9 @@ pub struct AgentOptions {
     /// tokens (0: no plan). Small models reason better in free text than inside a JSON
     /// string; the plan stays in the conversation for the steps that follow.
     pub plan_tokens: usize,
+    /// Offer the `reason` action ([`reason`]): the model works the task out in plain text in
+    /// a context of its own, with each calculation checked by the calculator.
+    pub reason: bool,
 }
 
 impl Default for AgentOptions {
@@ -94,6 +98,7 @@ impl Default for AgentOptions {
             evidence_check: true,
             examples: true,
             plan_tokens: 0,
+            reason: true,
         }
     }
 }

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, RoundText, TaskContext};
+use super::reason::REASON;
 use super::step::{partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
 use super::{
     canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
@@ -292,7 +293,10 @@ impl<P: Policy> Agent<P> {
         task: &str,
         ctx: &TaskContext,
     ) -> Result<(StopReason, Option<String>), AgentError> {
-        let infos = self.tools.list();
+        let mut infos = self.tools.list();
+        if self.offers_reason(&infos) {
+            infos.push(super::reason::info());
+        }
         let notes = if self.options.task_context {
             super::prompt::tool_context(&self.tools, &infos, task)
         } else {
@@ -487,7 +491,93 @@ impl<P: Policy> Agent<P> {
             let turn = (&fitted.messages[..], task, ctx, round, last_round);
             return self.final_answer(run, st, turn, step, done);
         }
+        if step.action == REASON && self.tools.get(REASON).is_none() {
+            return self.reason_step(run, st, task, round, step, done);
+        }
         Ok(self.tool_step(run, st, round, step, done))
+    }
+
+    /// Whether the loop offers the `reason` action beside `infos`: asked for, the policy can,
+    /// and no tool of the registry has the name.
+    fn offers_reason(&self, infos: &[ToolInfo]) -> bool {
+        self.options.reason && self.policy.can_reason() && !infos.iter().any(|i| i.name == REASON)
+    }
+
+    /// The `reason` action: the model reasons in plain text in a context of its own (the task
+    /// and the results so far), each calculation completed by the calculator; the reasoning is
+    /// the observation. Offered once per task: a second one would see the same context.
+    fn reason_step(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        task: &str,
+        round: usize,
+        step: ParsedStep,
+        mut done: Done,
+    ) -> Result<Flow, AgentError> {
+        let found: Vec<String> = st.texts[st.plan_rounds..]
+            .iter()
+            .map(|r| r.observation.clone())
+            .collect();
+        let messages = super::reason::messages(task, &found);
+        let start = Instant::now();
+        st.guards.bench(REASON);
+        let reasoned = self
+            .policy
+            .reason(&messages, super::reason::REASON_MAX_TOKENS)?
+            .unwrap_or_default();
+        let r = &mut run.result;
+        r.prompt_tokens += reasoned.prompt_tokens;
+        r.generated_tokens += reasoned.generated_tokens;
+        r.decode_ms += reasoned.decode_ms;
+        let text = reasoned.text.trim().to_string();
+        self.emit(
+            run.start,
+            EventKind::Reason {
+                round,
+                text: text.clone(),
+                checked: reasoned.checked.clone(),
+                prompt_tokens: reasoned.prompt_tokens,
+                tokens: reasoned.generated_tokens,
+                ms: start.elapsed().as_secs_f64() * 1000.0,
+            },
+        );
+        let ok = !text.is_empty();
+        run.result.tool_calls.push(ToolCall {
+            round,
+            tool: REASON.to_string(),
+            args: step.args.clone(),
+            ok,
+            valid: true,
+            error: (!ok).then(|| "the reasoning was empty".to_string()),
+            error_class: (!ok).then_some(ErrorClass::Transient),
+            cached: false,
+            attempts: 1,
+        });
+        let mut shown = if ok {
+            super::prompt::observation_text(REASON, &text)
+        } else {
+            super::prompt::error_text(REASON, "the reasoning was empty")
+        };
+        if !reasoned.complete {
+            shown.push_str(&format!(
+                "\n[the reasoning reached its limit of {} tokens and was cut there]",
+                super::reason::REASON_MAX_TOKENS
+            ));
+        }
+        if ok {
+            st.guards.succeeded(REASON, false);
+        } else {
+            st.guards.bad_step("the reasoning was empty".into());
+        }
+        self.end_step(run, &mut done.record, "reason", &shown, done.started);
+        Ok(self.next_round(
+            st,
+            RoundText {
+                step: done.text,
+                observation: shown,
+            },
+        ))
     }
 
     /// This round's prompt fitted to the budget, with the events that say what was trimmed and

@@ -45,6 +45,8 @@ pub enum StopReason {
     Context,
     /// The constraint's grammar is complete and allows nothing but the end of the turn.
     Complete,
+    /// The caller's `until` check said the text so far is where to stop.
+    Until,
 }
 
 impl std::fmt::Display for StopReason {
@@ -54,6 +56,7 @@ impl std::fmt::Display for StopReason {
             StopReason::MaxTokens => "max_tokens",
             StopReason::Context => "context",
             StopReason::Complete => "complete",
+            StopReason::Until => "until",
         })
     }
 }
@@ -132,14 +135,19 @@ pub fn generate(
     opts: &GenerateOptions,
     on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
 ) -> Result<Generation> {
-    generate_constrained(session, tokenizer, prompt, opts, None, on_text).map_err(|e| match e {
+    generate_constrained(session, tokenizer, prompt, opts, None, on_text, None).map_err(|e| match e
+    {
         GenerateError::Model(e) => e,
         // Without a constraint there is nothing that could raise one.
         GenerateError::Constraint(e) => ModelError::Constraint(e.to_string()),
     })
 }
 
-/// Like [`generate`], with every token allowed by `constraint` when one is given.
+/// Like [`generate`], with every token allowed by `constraint` when one is given, and
+/// stopping ([`StopReason::Until`]) as soon as `until`, when given, returns true for the text
+/// generated so far (checked after each token and the tokens forced with it). The last token
+/// is then in the output but not yet run through the model: a following call whose prompt
+/// extends this one's prompt and output runs it then, with what the caller added.
 pub fn generate_constrained(
     session: &mut Session,
     tokenizer: &Tokenizer,
@@ -147,6 +155,7 @@ pub fn generate_constrained(
     opts: &GenerateOptions,
     mut constraint: Option<&mut Constraint>,
     on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
+    mut until: Option<&mut dyn FnMut(&str) -> bool>,
 ) -> std::result::Result<Generation, GenerateError> {
     let start = Instant::now();
     let context = session.context_len();
@@ -222,6 +231,9 @@ pub fn generate_constrained(
         }
         forced += pending.len() - 1;
         out.push(&pending, on_text)?;
+        if until.as_deref_mut().is_some_and(|u| u(&out.text)) {
+            break StopReason::Until;
+        }
     };
     // Bytes of a character cut off by the stop still belong to the text.
     if let Some(rest) = out.decoder.finish() {

@@ -88,6 +88,12 @@ impl Decoder {
         &self.lm
     }
 
+    /// A second decoder on the same model with the same sampling and a KV cache of its own
+    /// (empty), for generations in another context that must not evict this one's cache.
+    pub fn sibling(&self) -> Decoder {
+        Decoder::lazy(self.lm.clone(), self.sampling)
+    }
+
     /// Turns reuse of the KV cache's common prefix on or off for the following calls (off:
     /// every prompt is prefilled whole, to measure what reuse saves).
     pub fn set_prefix_reuse(&mut self, reuse: bool) {
@@ -157,6 +163,29 @@ impl Decoder {
         constraint: Option<&mut Constraint>,
         on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
     ) -> Result<Generation, GenerateError> {
+        self.generate_full(ids, max_tokens, constraint, on_text, None)
+    }
+
+    /// Free generation that stops ([`generate::StopReason::Until`]) as soon as `until`
+    /// returns true for the text generated so far: the caller can then add tokens of its own
+    /// (a checked result) and go on with a call whose prompt is `ids`, the output and those.
+    pub fn generate_until(
+        &mut self,
+        ids: &[u32],
+        max_tokens: usize,
+        until: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Generation, GenerateError> {
+        self.generate_full(ids, max_tokens, None, &mut |_| Ok(()), Some(until))
+    }
+
+    fn generate_full(
+        &mut self,
+        ids: &[u32],
+        max_tokens: usize,
+        constraint: Option<&mut Constraint>,
+        on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
+        until: Option<&mut dyn FnMut(&str) -> bool>,
+    ) -> Result<Generation, GenerateError> {
         if !self.reuse && !self.primed {
             self.session.clear();
         }
@@ -176,6 +205,7 @@ impl Decoder {
             &opts,
             constraint,
             on_text,
+            until,
         )
     }
 }

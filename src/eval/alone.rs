@@ -38,10 +38,16 @@ pub fn run_alone(policy: &mut ModelPolicy, task: &str, max_tokens: usize) -> Age
     r
 }
 
-/// The answer of a reasoned reply: what follows its last `Answer:` (any letter case), or its
-/// last non-empty line when it has none. The reasoning before it is not the answer: scoring
-/// the whole text would count every number written on the way.
+/// The answer of a reasoned reply: the content of its last `\boxed{…}` (the form the Qwen
+/// models were trained to end a solution with), else what follows its last `Answer:` (any
+/// letter case), else its last line that holds a letter or a digit. The reasoning before it
+/// is not the answer: scoring the whole text would count every number written on the way.
+/// (Found by reading the baseline's answers: a reply ending in a display-math block scored
+/// its closing `\]` line, so right answers were counted wrong.)
 pub fn final_line(text: &str) -> &str {
+    if let Some(boxed) = last_boxed(text) {
+        return boxed;
+    }
     let lower = text.to_ascii_lowercase();
     if let Some(at) = lower.rfind("answer:") {
         let rest = text[at + "answer:".len()..].trim();
@@ -52,8 +58,29 @@ pub fn final_line(text: &str) -> &str {
     text.lines()
         .rev()
         .map(str::trim)
-        .find(|l| !l.is_empty())
+        .find(|l| l.chars().any(char::is_alphanumeric))
         .unwrap_or("")
+}
+
+/// The content of the last `\boxed{…}` in `text`, braces balanced; `None` when there is none,
+/// it is empty, or it is not closed (a reply cut by the token limit).
+fn last_boxed(text: &str) -> Option<&str> {
+    let at = text.rfind("\\boxed{")? + "\\boxed{".len();
+    let mut depth = 1usize;
+    for (i, c) in text[at..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let inner = text[at..at + i].trim();
+                    return (!inner.is_empty()).then_some(inner);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -68,5 +95,20 @@ mod tests {
         assert_eq!(final_line("So it is 9.\n\n"), "So it is 9.");
         assert_eq!(final_line("Answer:\n42"), "42");
         assert_eq!(final_line(""), "");
+    }
+
+    /// Regression: a reply ending in display math (`\[ \boxed{220} \]`) was scored by its
+    /// last line, `\]`, so a right answer counted as wrong.
+    #[test]
+    fn a_boxed_answer_is_the_answer_and_a_closing_bracket_is_not() {
+        let text = "So Finley gets:\n\\[\n\\frac{11}{15} \\times 300 = \\boxed{220}\n\\]\ntickets.";
+        assert_eq!(final_line(text), "220");
+        assert_eq!(
+            final_line("x \\boxed{\\frac{1}{2}} y \\boxed{7 apples}"),
+            "7 apples"
+        );
+        assert_eq!(final_line("It is 12.\n\\]\n"), "It is 12.");
+        // Not closed (cut by the limit): the other rules apply.
+        assert_eq!(final_line("Answer: 5\n\\boxed{5"), "5");
     }
 }

@@ -259,3 +259,51 @@ fn bad_loop_flags_are_refused_with_the_flag_named() {
             .stderr(predicates::str::contains(says));
     }
 }
+
+/// Issue 19 (room to reason): a word problem is worked by the `reason` action, in plain text,
+/// and each calculation it writes is completed by the calculator, not by the model.
+#[test]
+fn run_works_a_word_problem_out_with_reason_and_checked_arithmetic() {
+    let home = tempfile::tempdir().unwrap();
+    let (r, events) = run_json(
+        home.path(),
+        &[],
+        "A shop sells 37 boxes of 24 pens each, and 100 loose pens. How many pens does it sell?",
+    );
+    assert_eq!(r["stop_reason"], "final_answer", "{r}");
+    assert!(r["answer"].as_str().unwrap().contains("988"), "{r}");
+    assert_eq!(r["tool_calls"][0]["tool"], "reason", "{r}");
+    let reason = events
+        .iter()
+        .find(|e| e["event"] == "reason")
+        .expect("a reason event");
+    let checked = reason["checked"].as_array().unwrap();
+    assert!(!checked.is_empty(), "{reason}");
+    let text = reason["text"].as_str().unwrap();
+    for c in checked {
+        let (expr, value) = (c[0].as_str().unwrap(), c[1].as_str().unwrap());
+        let want = cairn::tools::calculator::evaluate(expr)
+            .unwrap()
+            .to_string();
+        assert_eq!(value, want, "{reason}");
+        assert!(text.contains(&format!("= {value}")), "{reason}");
+    }
+}
+
+/// `--no-reason` leaves the action out of every round's schema.
+#[test]
+fn no_reason_leaves_the_action_out() {
+    let home = tempfile::tempdir().unwrap();
+    let (_, events) = run_json(home.path(), &["--no-reason"], "What is 6 * 7?");
+    for e in events.iter().filter(|e| e["event"] == "prompt") {
+        assert!(
+            !e["allowed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a == "reason"),
+            "{e}"
+        );
+    }
+    assert!(!events.iter().any(|e| e["event"] == "reason"));
+}

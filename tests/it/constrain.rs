@@ -46,6 +46,7 @@ fn run(
         &opts,
         Some(&mut constraint),
         &mut |_| Ok(()),
+        None,
     )
     .expect("generate")
 }

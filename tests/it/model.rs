@@ -284,3 +284,33 @@ fn out_of_vocabulary_token_ids_are_rejected() {
     let err = s.feed(&[1, 2, 100_000]).expect_err("bad id");
     assert!(err.to_string().contains("100000"), "{err}");
 }
+
+/// Issue 19: `Policy::reason` stops at each `EXPRESSION =` the model writes and writes the
+/// calculator's value after it; the model goes on from that value.
+#[test]
+fn reasoning_gets_the_calculators_value_after_each_equals_sign() {
+    use cairn::agent::{ModelPolicy, Policy};
+    let lm = crate::common::preset_model("qwen2.5-coder-0.5b").clone();
+    let mut policy = ModelPolicy::new(lm, Default::default()).unwrap();
+    assert!(policy.can_reason());
+    let messages = cairn::agent::reason::messages(
+        "A farm packs 1234 eggs into boxes of 6, and sells each box for 3 dollars. How much does it earn from the full boxes?",
+        &[],
+    );
+    let r = policy
+        .reason(&messages, 400)
+        .unwrap()
+        .expect("the model policy reasons");
+    assert!(r.complete, "{r:?}");
+    assert!(!r.checked.is_empty(), "{r:?}");
+    for (expr, value) in &r.checked {
+        let want = cairn::tools::calculator::evaluate(expr).unwrap();
+        assert_eq!(
+            value.parse::<f64>().unwrap(),
+            (want.as_f64() * 1e4).round() / 1e4,
+            "{expr}"
+        );
+        assert!(r.text.contains(&format!("= {value}")), "{}", r.text);
+    }
+    assert!(r.prompt_tokens > 0 && r.generated_tokens > 0);
+}

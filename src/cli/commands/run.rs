@@ -71,6 +71,10 @@ pub struct AgentArgs {
     /// no plan; on the word problems of tests/suites the 0.5B preset did no better with one).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub plan_tokens: usize,
+    /// Do not offer the `reason` action (the model working the task out in plain text, each
+    /// calculation checked by the calculator, in a context of its own).
+    #[arg(long)]
+    pub no_reason: bool,
     /// Write one JSON event per line to FILE (appended): prompts, steps with token counts and
     /// timings, tool calls and results, retries, circuits, trims, the stop.
     #[arg(long, value_name = "FILE")]
@@ -128,6 +132,7 @@ impl AgentArgs {
             evidence_check: !self.no_evidence_check,
             examples: !self.no_examples,
             plan_tokens: self.plan_tokens,
+            reason: !self.no_reason,
             ..AgentOptions::default()
         };
         o.validate().map_err(anyhow::Error::msg)?;

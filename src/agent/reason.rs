@@ -1,0 +1,271 @@
+//! The `reason` action: the model works the task out step by step in plain text, as it was
+//! trained to, and every calculation it writes is checked by the calculator as it goes.
+//!
+//! Why: a loop whose first step must be a tool call made its model translate a whole word
+//! problem into one expression, with a one-sentence thought; the same model alone, reasoning
+//! step by step, answered more problems right (BENCHMARKS.md, issue 19). Reasoning in a JSON
+//! string inside the agent's long prompt was worse than the model's own chat. So `reason` runs
+//! in a context of its own (the task, what the tools found so far, "think step by step"): the
+//! prompt under which the model reasons best. Its KV cache is separate from the agent's, so
+//! the agent's conversation stays cached.
+//!
+//! The tool in it: whenever the text reaches `EXPRESSION =` and the expression is plain
+//! arithmetic (`45 * 6`, `\frac{11}{15} \times 300`, `(300 - 60) / 2`), generation stops, the
+//! calculator computes the value, and the value is written after the `=` for the model, which
+//! goes on from it. The model's own arithmetic is never the last word; its reasoning is its own.
+//! (The calculator annotations of the GSM8K paper, done at decode time.)
+//!
+//! The result is the agent's observation: the reasoning with its last line, `Answer: …`.
+
+use std::sync::OnceLock;
+
+use serde_json::json;
+
+use crate::model::template::Message;
+use crate::tools::calculator::{evaluate, Num};
+use crate::tools::ToolInfo;
+
+/// The action's name in the step schema.
+pub const REASON: &str = "reason";
+
+/// The most tokens of one reasoning.
+pub const REASON_MAX_TOKENS: usize = 512;
+
+/// The most characters of the tools' results shown to the reasoning.
+const FOUND_MAX_CHARS: usize = 3000;
+
+/// The instruction after the task: the same words as the model-alone baseline, so the loop
+/// reasons at least as well as its model does alone.
+pub const INSTRUCTION: &str =
+    "Think step by step, then give the final answer on the last line, as: Answer: <the answer>";
+
+/// `reason` as the step schema and the system text list it: no arguments.
+pub fn info() -> ToolInfo {
+    ToolInfo {
+        name: REASON.to_string(),
+        description: "Works the task out step by step in plain text, with every calculation checked by the calculator, and ends with the answer it found. \
+                      Use it first for word problems and for any task that needs several steps of arithmetic or logic; then give the final_answer from it. \
+                      It sees the task and the tools' results so far, not the database or the documents: look things up first."
+            .to_string(),
+        args_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    }
+}
+
+/// The reasoning's own conversation: the task, what the tools found so far (their shown
+/// results, oldest first, the newest kept when they are long), and the instruction.
+pub fn messages(task: &str, found: &[String]) -> Vec<Message> {
+    let mut user = task.trim().to_string();
+    if !found.is_empty() {
+        let mut kept: Vec<&str> = Vec::new();
+        let mut chars = 0;
+        for f in found.iter().rev() {
+            chars += f.len();
+            if chars > FOUND_MAX_CHARS && !kept.is_empty() {
+                break;
+            }
+            kept.push(f);
+        }
+        kept.reverse();
+        user.push_str("\n\nWhat the tools found:\n");
+        for f in kept {
+            user.push_str(f.trim());
+            user.push('\n');
+        }
+    }
+    user.push('\n');
+    user.push_str(INSTRUCTION);
+    vec![
+        Message::system("You are a helpful assistant."),
+        Message::user(user),
+    ]
+}
+
+/// When `text` ends with `EXPRESSION =` and the expression is arithmetic the calculator
+/// evaluates (at least one operator between numbers), the expression as the calculator read it
+/// and the value to write after the `=`; else `None`.
+pub fn checked_equation(text: &str) -> Option<(String, String)> {
+    let body = text.trim_end_matches([' ', '\t']);
+    let before = body.strip_suffix('=')?;
+    // `==`, `<=`, `>=`, `!=` are comparisons, not a result to fill in.
+    if before.ends_with(['=', '<', '>', '!']) {
+        return None;
+    }
+    let line = before.rsplit('\n').next().unwrap_or(before);
+    let expr = expression_suffix(&normalize(line))?;
+    let value = evaluate(&expr).ok()?;
+    Some((expr, inline_value(&value)?))
+}
+
+/// The value as the reasoning should read it: an integer or a short decimal; a longer one
+/// rounded to 4 decimals. `None` for a value that has no such form (too large).
+fn inline_value(v: &Num) -> Option<String> {
+    if let Some(i) = v.to_integer() {
+        return Some(i.to_string());
+    }
+    let x = v.as_f64();
+    if !x.is_finite() || x.abs() >= 1e15 {
+        return None;
+    }
+    let s = format!("{x:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    Some(if s == "-0" { "0".into() } else { s.to_string() })
+}
+
+/// One line of reasoning with LaTeX and typographic operators written as the calculator's:
+/// `\times`, `\cdot`, `×` → `*`; `\div`, `÷` → `/`; `−` → `-`; `\frac{a}{b}` → `((a)/(b))`;
+/// math delimiters, `$` and `\left`/`\right` dropped; thousands separators (`1,200`) joined.
+fn normalize(line: &str) -> String {
+    static SEPARATOR: OnceLock<regex::Regex> = OnceLock::new();
+    static FRAC: OnceLock<regex::Regex> = OnceLock::new();
+    let frac = FRAC.get_or_init(|| {
+        regex::Regex::new(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}").expect("the pattern is valid")
+    });
+    let mut s = line.to_string();
+    for (from, to) in [
+        ("\\times", "*"),
+        ("\\cdot", "*"),
+        ("×", "*"),
+        ("\\div", "/"),
+        ("÷", "/"),
+        ("−", "-"),
+        ("\\left", ""),
+        ("\\right", ""),
+        ("\\(", " "),
+        ("\\)", " "),
+        ("\\[", " "),
+        ("\\]", " "),
+        ("\\$", " "),
+        ("$", " "),
+        ("\\,", ""),
+    ] {
+        s = s.replace(from, to);
+    }
+    loop {
+        let next = frac.replace_all(&s, "(($1)/($2))").into_owned();
+        if next == s {
+            break;
+        }
+        s = next;
+    }
+    let sep = SEPARATOR
+        .get_or_init(|| regex::Regex::new(r"(\d),(\d{3})\b").expect("the pattern is valid"));
+    loop {
+        let next = sep.replace_all(&s, "$1$2").into_owned();
+        if next == s {
+            break;
+        }
+        s = next;
+    }
+    s
+}
+
+/// The arithmetic at the end of `s`: the longest run of digits, operators, parentheses and
+/// spaces that ends it, trimmed to start at a number or an opening parenthesis, with its
+/// parentheses balanced; `None` unless it holds an operator between two operands.
+fn expression_suffix(s: &str) -> Option<String> {
+    let start = s
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_digit() || " \t.+-*/^()".contains(*c))
+        .last()
+        .map(|(i, _)| i)?;
+    let mut e = s[start..].trim();
+    // A leading `)` or operator belongs to what came before.
+    loop {
+        let t = e.trim_start_matches(|c: char| "+*/^) \t".contains(c));
+        // Unbalanced `(` on the left: drop them one at a time.
+        let opens = t.matches('(').count();
+        let closes = t.matches(')').count();
+        if opens > closes {
+            match t.strip_prefix('(') {
+                Some(rest) => {
+                    e = rest;
+                    continue;
+                }
+                None => return None,
+            }
+        }
+        if closes > opens {
+            return None;
+        }
+        e = t;
+        break;
+    }
+    let e = e.trim();
+    static BINARY: OnceLock<regex::Regex> = OnceLock::new();
+    let binary = BINARY.get_or_init(|| {
+        regex::Regex::new(r"[\d)]\s*[-+*/^]\s*[-\d(.]").expect("the pattern is valid")
+    });
+    binary.is_match(e).then(|| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Option<String> {
+        checked_equation(text).map(|(_, v)| v)
+    }
+
+    #[test]
+    fn plain_and_latex_arithmetic_before_an_equals_sign_is_computed() {
+        assert_eq!(check("Rolls baked: 45 * 6 =").as_deref(), Some("270"));
+        assert_eq!(check("So 300 - 60 = ").as_deref(), Some("240"));
+        assert_eq!(check("\\[ (300 - 60) / 2 =").as_deref(), Some("120"));
+        assert_eq!(
+            check("Finley gets \\frac{11}{15} \\times 300 =").as_deref(),
+            Some("220")
+        );
+        assert_eq!(check("$1,200 × 3 =").as_deref(), Some("3600"));
+        assert_eq!(check("cost: \\$2.50 \\times 4 =").as_deref(), Some("10"));
+        assert_eq!(check("Each: 100 ÷ 3 =").as_deref(), Some("33.3333"));
+        assert_eq!(check("0.2 * 0.5 =").as_deref(), Some("0.1"));
+        assert_eq!(check("2 − 5 =").as_deref(), Some("-3"));
+        assert_eq!(
+            check("1. First step.\n2. Total: 14 + 16 + 12 =").as_deref(),
+            Some("42")
+        );
+    }
+
+    #[test]
+    fn what_is_not_arithmetic_is_left_to_the_model() {
+        // No operator: a name for a number, or a value already written.
+        assert_eq!(check("Let x ="), None);
+        assert_eq!(check("The total is 42 ="), None);
+        assert_eq!(check("45 * 6 = 270 ="), None);
+        // Words in the way: the expression is only what follows them, with no operator.
+        assert_eq!(check("20% of 50 ="), None);
+        // Comparisons, and text that does not end with `=`.
+        assert_eq!(check("if a + b =="), None);
+        assert_eq!(check("3 + 4 <="), None);
+        assert_eq!(check("3 + 4"), None);
+        // An unbalanced `)` that belongs to a sentence, and division by zero.
+        assert_eq!(check("(the sum) 3 + 4) ="), None);
+        assert_eq!(check("5 / 0 ="), None);
+    }
+
+    #[test]
+    fn parentheses_opened_in_the_sentence_are_not_part_of_the_expression() {
+        assert_eq!(
+            checked_equation("(that is, (3 + 4) * 2 ="),
+            Some(("(3 + 4) * 2".to_string(), "14".to_string()))
+        );
+    }
+
+    #[test]
+    fn the_reasoning_sees_the_task_and_the_newest_results() {
+        let m = messages("How much?", &[]);
+        assert_eq!(m.len(), 2);
+        assert!(m[1].content.starts_with("How much?\n"));
+        assert!(m[1].content.ends_with(INSTRUCTION));
+        let old = "a".repeat(FOUND_MAX_CHARS);
+        let m = messages("How much?", &[old, "price\n32.5".into()]);
+        assert!(m[1]
+            .content
+            .contains("What the tools found:\nprice\n32.5\n"));
+        assert!(
+            !m[1].content.contains("aaa"),
+            "the oldest long result is left out"
+        );
+    }
+}
