@@ -201,10 +201,47 @@ const COMMON: &[&str] = &[
     "does", "what", "i", "my", "me", "you", "your", "be", "at", "by", "with", "this", "that",
 ];
 
+/// `text` with each arithmetic operator written as the word a task would use for it (`17 * 23`
+/// reads `17 times 23`), so that an expression ranks as arithmetic and not only as "numbers".
+/// A `-` counts as minus only between numbers (`80 - 15`), not in `e-mail` or `2-year`.
+fn operators_as_words(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let near = |from: usize, step: isize| {
+        let mut i = from as isize + step;
+        while i >= 0 && (i as usize) < chars.len() && chars[i as usize] == ' ' {
+            i += step;
+        }
+        (i >= 0 && (i as usize) < chars.len()).then(|| chars[i as usize])
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, &c) in chars.iter().enumerate() {
+        let word = match c {
+            '*' | '\u{d7}' => Some(" times "),
+            '+' => Some(" plus "),
+            '/' | '\u{f7}' => Some(" divided by "),
+            '^' => Some(" power "),
+            '-' => {
+                let before = near(i, -1).is_some_and(|b| b.is_ascii_digit() || b == ')');
+                let after = near(i, 1).is_some_and(|a| a.is_ascii_digit() || a == '(');
+                let spaced = i > 0 && chars[i - 1] == ' ';
+                (before && after && spaced).then_some(" minus ")
+            }
+            _ => None,
+        };
+        match word {
+            Some(w) => out.push_str(w),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
 /// The words of `text` for ranking, lowercased, without [`COMMON`] ones; every number is the
-/// one word `0`, so that a task holding numbers leans to the examples that compute with them.
+/// one word `0`, so that a task holding numbers leans to the examples that compute with them;
+/// operators count as their words ([`operators_as_words`]).
 fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
+    operators_as_words(text)
+        .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(|w| {
             if w.chars().all(|c| c.is_ascii_digit()) {
@@ -221,11 +258,17 @@ fn words(text: &str) -> Vec<String> {
 /// (BM25, k1 = 1.2, b = 0.75, over each example's task and cues); the one that needs no tool
 /// when none shares a word with the task (with no example at all, the 0.5B model went on
 /// calling tools after the result that answered the task).
+///
+/// A task that names tools ("use the t.echo tool …") is shown only examples that call none
+/// but those: an example calling another tool led the 0.5B model to that tool instead of
+/// the one the user asked for.
 pub fn choose(task: &str, tools: &[ToolInfo]) -> Option<&'static Example> {
     let have: HashSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let named = named_tools(task, tools);
     let usable: Vec<&Example> = BANK
         .iter()
         .filter(|e| e.tools.iter().all(|t| have.contains(t)))
+        .filter(|e| named.is_empty() || e.tools.iter().all(|t| named.contains(t)))
         .collect();
     let docs: Vec<Vec<String>> = usable
         .iter()
@@ -257,6 +300,32 @@ pub fn choose(task: &str, tools: &[ToolInfo]) -> Option<&'static Example> {
     }
     best.map(|(_, i)| usable[i])
         .or_else(|| BANK.iter().find(|e| e.name == FALLBACK))
+}
+
+/// The names of `tools` that `task` names as a tool: a name holding a `.`, `_` or `-`
+/// (`t.echo`, `get_weather`) wherever it stands as a whole word, a plain name (`sql`,
+/// `search`) only when the word "tool" follows it ("the search tool"), as plain names are
+/// also everyday words ("search the notes").
+fn named_tools<'a>(task: &str, tools: &'a [ToolInfo]) -> HashSet<&'a str> {
+    let lower = task.to_lowercase();
+    let is_name_char = |c: char| c.is_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let tokens: Vec<&str> = lower
+        .split(|c: char| !is_name_char(c))
+        .map(|t| t.trim_end_matches(['.', '-']))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut named = HashSet::new();
+    for t in tools {
+        let name = t.name.to_lowercase();
+        let plain = name.chars().all(char::is_alphanumeric);
+        let hit = tokens.iter().enumerate().any(|(i, tok)| {
+            *tok == name && (!plain || tokens.get(i + 1).is_some_and(|n| n.starts_with("tool")))
+        });
+        if hit {
+            named.insert(t.name.as_str());
+        }
+    }
+    named
 }
 
 /// The messages of `example`, as an earlier task of the conversation.
@@ -338,5 +407,58 @@ mod tests {
             Some("percent_problem_reasoned")
         );
         assert_eq!(name("What is 17 * 23?", &with_reason), Some("arithmetic"));
+        // Regression: with only the calculator and `reason`, "What is 17 * 23?" was shown the
+        // reasoned percent problem (its only ranked word was "a number") and the 0.5B model
+        // answered 421 without a call.
+        let calc_reason = [info("calculator"), info("reason")];
+        assert_eq!(name("What is 17 * 23?", &calc_reason), Some("arithmetic"));
+        assert_eq!(name("What is 1200 / 16?", &calc_reason), Some("arithmetic"));
+    }
+
+    #[test]
+    fn a_task_that_names_a_tool_is_shown_no_example_calling_another() {
+        // Regression: "repeated 2 times" chose the calculator example and the 0.5B model
+        // called the calculator instead of the t.echo tool the task asked for.
+        let tools = [info("calculator"), info("t.echo"), info("reason")];
+        let task =
+            "Use the t.echo tool to send back the text 'cairn', upper-cased, repeated 2 times.";
+        assert_eq!(choose(task, &tools).map(|e| e.name), Some("direct"));
+        let all = [info("calculator"), info("sql"), info("search")];
+        // A plain name counts only as "the … tool"; as an everyday word it does not.
+        let n = |task: &str| {
+            let mut v: Vec<&str> = named_tools(task, &all).into_iter().collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            n("Use the search tool to find the refund rules."),
+            ["search"]
+        );
+        assert_eq!(
+            n("Search the notes for the refund rules."),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            n("Ask the SQL tool, then the calculator tool."),
+            ["calculator", "sql"]
+        );
+        assert_eq!(
+            choose("Use the sql tool: how many products are there?", &all).map(|e| e.name),
+            Some("count")
+        );
+        assert_eq!(n("Call t.echo."), Vec::<&str>::new());
+        let echo = [info("t.echo")];
+        assert_eq!(named_tools("Call t.echo.", &echo).len(), 1);
+    }
+
+    #[test]
+    fn operators_read_as_words_and_hyphens_do_not() {
+        assert_eq!(words("17 * 23"), ["0", "times", "0"]);
+        assert_eq!(words("80 - 15"), ["0", "minus", "0"]);
+        assert_eq!(
+            words("a 2-year plan by e-mail"),
+            ["0", "year", "plan", "e", "mail"]
+        );
+        assert_eq!(words("(3 + 4) / 7"), ["0", "plus", "0", "divided", "0"]);
     }
 }

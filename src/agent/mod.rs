@@ -75,7 +75,8 @@ pub struct AgentOptions {
     /// string; the plan stays in the conversation for the steps that follow.
     pub plan_tokens: usize,
     /// Offer the `reason` action ([`reason`]): the model works the task out in plain text in
-    /// a context of its own, with each calculation checked by the calculator.
+    /// a context of its own, with each calculation checked by the calculator. Not offered
+    /// when a plan is written (`plan_tokens` > 0): the plan takes its place.
     pub reason: bool,
 }
 

@@ -51,10 +51,45 @@ pub fn info() -> ToolInfo {
     }
 }
 
-/// The reasoning's own conversation: the task, what the tools found so far (their shown
-/// results, oldest first, the newest kept when they are long), and the instruction.
-pub fn messages(task: &str, found: &[String]) -> Vec<Message> {
-    let mut user = task.trim().to_string();
+/// The most characters of earlier turns and facts the reasoning is shown (the newest kept).
+const EARLIER_MAX_CHARS: usize = 1500;
+
+/// The reasoning's own conversation: what the task rests on (the session's earlier turns, as
+/// (task, answer), and the long-term facts found for it; the newest kept when they are long),
+/// the task, what the tools found so far (their shown results, oldest first, the newest kept
+/// when they are long), and the instruction. Without the earlier turns, "And how many would
+/// be left after selling 5 of them?" was reasoned about with no idea what "them" was.
+pub fn messages(
+    task: &str,
+    history: &[(String, String)],
+    facts: &[String],
+    found: &[String],
+) -> Vec<Message> {
+    let mut lines: Vec<String> = facts.iter().map(|f| format!("- {}", f.trim())).collect();
+    if !lines.is_empty() {
+        lines.insert(0, "Known facts:".to_string());
+    }
+    let turns: Vec<String> = history
+        .iter()
+        .map(|(t, a)| format!("Earlier question: {}\nAnswer: {}", t.trim(), a.trim()))
+        .collect();
+    lines.extend(turns);
+    let mut kept: Vec<&str> = Vec::new();
+    let mut chars = 0;
+    for l in lines.iter().rev() {
+        chars += l.len();
+        if chars > EARLIER_MAX_CHARS {
+            break;
+        }
+        kept.push(l);
+    }
+    kept.reverse();
+    let mut user = String::new();
+    if !kept.is_empty() {
+        user.push_str(&kept.join("\n"));
+        user.push_str("\n\n");
+    }
+    user.push_str(task.trim());
     if !found.is_empty() {
         let mut kept: Vec<&str> = Vec::new();
         let mut chars = 0;
@@ -254,18 +289,47 @@ mod tests {
 
     #[test]
     fn the_reasoning_sees_the_task_and_the_newest_results() {
-        let m = messages("How much?", &[]);
+        let m = messages("How much?", &[], &[], &[]);
         assert_eq!(m.len(), 2);
         assert!(m[1].content.starts_with("How much?\n"));
         assert!(m[1].content.ends_with(INSTRUCTION));
         let old = "a".repeat(FOUND_MAX_CHARS);
-        let m = messages("How much?", &[old, "price\n32.5".into()]);
+        let m = messages("How much?", &[], &[], &[old, "price\n32.5".into()]);
         assert!(m[1]
             .content
             .contains("What the tools found:\nprice\n32.5\n"));
         assert!(
             !m[1].content.contains("aaa"),
             "the oldest long result is left out"
+        );
+    }
+
+    /// Regression: in a session, "And how many would be left after selling 5 of them?" was
+    /// reasoned about without the earlier turn that said what "them" was (12 Floor Pumps).
+    #[test]
+    fn the_reasoning_sees_the_earlier_turns_and_facts() {
+        let history = [(
+            "How many Floor Pumps are in stock?".to_string(),
+            "There are 12 units of the Floor Pump in stock.".to_string(),
+        )];
+        let facts = ["The shop is in Berlin.".to_string()];
+        let m = messages(
+            "And how many would be left after selling 5 of them?",
+            &history,
+            &facts,
+            &[],
+        );
+        let u = &m[1].content;
+        assert!(u.starts_with("Known facts:\n- The shop is in Berlin.\nEarlier question: How many Floor Pumps are in stock?\nAnswer: There are 12 units"), "{u}");
+        assert!(u.contains("in stock.\n\nAnd how many would be left"), "{u}");
+        // Long histories keep the newest turns.
+        let long: Vec<(String, String)> = (0..100)
+            .map(|i| (format!("question {i}"), "x".repeat(40)))
+            .collect();
+        let u = &messages("Now?", &long, &[], &[])[1].content;
+        assert!(
+            u.contains("question 99") && !u.contains("question 0\n"),
+            "{u}"
         );
     }
 }

@@ -10,7 +10,7 @@ use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, RoundText, TaskContext};
 use super::reason::REASON;
-use super::step::{partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
+use super::step::{partial_action, step_schema_with, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
 use super::{
     canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
 };
@@ -88,6 +88,10 @@ struct Rounds {
     min_dropped: usize,
     /// Whether a final answer was already sent back by the evidence check (once a task).
     evidence_checked: bool,
+    /// Whether the next round must call a tool (final_answer is left out of its grammar): set
+    /// when the evidence check sends an answer back. Told to look its numbers up, the 0.5B
+    /// model gave the same made-up number again, or the check's own words as its answer.
+    must_act: bool,
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
 }
@@ -334,6 +338,7 @@ impl<P: Policy> Agent<P> {
             texts: Vec::new(),
             min_dropped: 0,
             evidence_checked: false,
+            must_act: false,
             plan_rounds: 0,
         };
         if self.options.plan_tokens > 0 {
@@ -439,13 +444,14 @@ impl<P: Policy> Agent<P> {
         }
         let last_round = round == self.options.max_rounds;
         let allowed = st.guards.allowed(&st.infos, last_round);
-        let Some(fitted) = self.prompt(run, st, task, ctx, round, &allowed)? else {
+        let may_answer = !std::mem::take(&mut st.must_act) || allowed.is_empty();
+        let Some(fitted) = self.prompt(run, st, task, ctx, round, &allowed, may_answer)? else {
             return self.budget_stop(&st.prefix, task);
         };
         let step_start = Instant::now();
         let decoded = self.policy.decode(
             &fitted.messages,
-            &step_schema(&allowed),
+            &step_schema_with(&allowed, may_answer),
             self.options.max_step_tokens,
         )?;
         let mut record = self.count_step(run, round, &decoded);
@@ -492,15 +498,20 @@ impl<P: Policy> Agent<P> {
             return self.final_answer(run, st, turn, step, done);
         }
         if step.action == REASON && self.tools.get(REASON).is_none() {
-            return self.reason_step(run, st, task, round, step, done);
+            return self.reason_step(run, st, (task, ctx), round, step, done);
         }
         Ok(self.tool_step(run, st, round, step, done))
     }
 
     /// Whether the loop offers the `reason` action beside `infos`: asked for, the policy can,
-    /// and no tool of the registry has the name.
+    /// no plan is written (the plan is the task's free-text reasoning then: with both, the
+    /// 0.5B model took its plan for a result and answered 17 * 23 = 421 without a call), and
+    /// no tool of the registry has the name.
     fn offers_reason(&self, infos: &[ToolInfo]) -> bool {
-        self.options.reason && self.policy.can_reason() && !infos.iter().any(|i| i.name == REASON)
+        self.options.reason
+            && self.options.plan_tokens == 0
+            && self.policy.can_reason()
+            && !infos.iter().any(|i| i.name == REASON)
     }
 
     /// The `reason` action: the model reasons in plain text in a context of its own (the task
@@ -510,7 +521,7 @@ impl<P: Policy> Agent<P> {
         &mut self,
         run: &mut TaskRun,
         st: &mut Rounds,
-        task: &str,
+        (task, ctx): (&str, &TaskContext),
         round: usize,
         step: ParsedStep,
         mut done: Done,
@@ -519,7 +530,7 @@ impl<P: Policy> Agent<P> {
             .iter()
             .map(|r| r.observation.clone())
             .collect();
-        let messages = super::reason::messages(task, &found);
+        let messages = super::reason::messages(task, &ctx.history, &ctx.facts, &found);
         let start = Instant::now();
         st.guards.bench(REASON);
         let reasoned = self
@@ -582,6 +593,7 @@ impl<P: Policy> Agent<P> {
 
     /// This round's prompt fitted to the budget, with the events that say what was trimmed and
     /// what the step may do; `None` when even the bare prompt does not fit.
+    #[allow(clippy::too_many_arguments)]
     fn prompt(
         &mut self,
         run: &mut TaskRun,
@@ -590,6 +602,7 @@ impl<P: Policy> Agent<P> {
         ctx: &TaskContext,
         round: usize,
         allowed: &[StepTool],
+        may_answer: bool,
     ) -> Result<Option<super::prompt::Fitted>, AgentError> {
         let budget = self.budget();
         let fitted = fit(
@@ -620,7 +633,9 @@ impl<P: Policy> Agent<P> {
         st.min_dropped = fitted.dropped_rounds;
         run.result.dropped_rounds = fitted.dropped_rounds;
         let mut names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
-        names.push(FINAL_ANSWER.to_string());
+        if may_answer {
+            names.push(FINAL_ANSWER.to_string());
+        }
         self.emit(
             run.start,
             EventKind::Prompt {
@@ -790,6 +805,7 @@ impl<P: Policy> Agent<P> {
             let missing = checked.unsupported;
             if !missing.is_empty() {
                 st.evidence_checked = true;
+                st.must_act = true;
                 self.emit(
                     run.start,
                     EventKind::EvidenceCheck {

@@ -682,15 +682,35 @@ fn an_answer_with_numbers_found_nowhere_is_sent_back_once() {
         "{text}"
     );
 
-    // Once per task: the second unsupported answer stands.
+    // The round after the check must call a tool: its grammar leaves final_answer out.
+    // Regression: told to look 421 up, the 0.5B model answered 421 again, then answered with
+    // the check's own words. Once per task: the next unsupported answer stands.
     let (mut a, _) = agent(
-        vec![answer("7"), answer("8")],
+        vec![answer("7"), calc("3 + 4"), answer("8")],
         registry(vec![]),
         AgentOptions::default(),
     );
     let r = a.run_task("Pick a number.", None);
     assert_eq!(r.answer, "8");
-    assert_eq!(r.rounds, 2);
+    assert_eq!(r.rounds, 3);
+    let schemas = &a.policy().schemas;
+    let actions = |s: &Value| -> Vec<String> {
+        s["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                b["properties"]["action"]["const"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert!(actions(&schemas[0]).contains(&"final_answer".to_string()));
+    assert!(!actions(&schemas[1]).contains(&"final_answer".to_string()));
+    assert!(actions(&schemas[1]).contains(&"calculator".to_string()));
+    assert!(actions(&schemas[2]).contains(&"final_answer".to_string()));
 
     // Supported by a result, with rounding: accepted at once.
     let (mut a, events) = agent(

@@ -296,6 +296,8 @@ fn reasoning_gets_the_calculators_value_after_each_equals_sign() {
     let messages = cairn::agent::reason::messages(
         "A farm packs 1234 eggs into boxes of 6, and sells each box for 3 dollars. How much does it earn from the full boxes?",
         &[],
+        &[],
+        &[],
     );
     let r = policy
         .reason(&messages, 400)

@@ -72,7 +72,8 @@ pub struct AgentArgs {
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub plan_tokens: usize,
     /// Do not offer the `reason` action (the model working the task out in plain text, each
-    /// calculation checked by the calculator, in a context of its own).
+    /// calculation checked by the calculator, in a context of its own). With --plan-tokens it
+    /// is not offered either: the plan takes its place.
     #[arg(long)]
     pub no_reason: bool,
     /// Write one JSON event per line to FILE (appended): prompts, steps with token counts and
