@@ -129,6 +129,20 @@ pub fn read(gguf: &GgufFile, arch: &str, variant: Variant) -> Result<HParams> {
 }
 
 impl HParams {
+    /// The weights' parameter count, from the shapes (the embedding table counted once, as
+    /// when it is tied to the output; norms and biases left out): about 0.49 billion for
+    /// Qwen2.5 0.5B, 1.54 billion for Qwen2.5 1.5B.
+    pub fn parameters(&self) -> u64 {
+        let (e, q, kv) = (
+            self.embedding as u64,
+            (self.heads * self.head_dim) as u64,
+            (self.kv_heads * self.head_dim) as u64,
+        );
+        let attention = e * q * 2 + e * kv * 2;
+        let mlp = 3 * e * self.feed_forward as u64;
+        self.layers as u64 * (attention + mlp) + self.vocab as u64 * e
+    }
+
     /// RoPE `cos` and `sin` of every position of the context, row-major,
     /// `context × head_dim / 2` each.
     pub fn rope_tables(&self) -> (Vec<f32>, Vec<f32>) {
@@ -152,5 +166,38 @@ impl HParams {
             }
         }
         (cos, sin)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qwen2(layers: usize, embedding: usize, heads: usize, head_dim: usize, ff: usize) -> HParams {
+        HParams {
+            arch: "qwen2".into(),
+            layers,
+            embedding,
+            heads,
+            kv_heads: 2,
+            head_dim,
+            feed_forward: ff,
+            vocab: 151_936,
+            context: 32_768,
+            rms_eps: 1e-6,
+            rope_theta: 1e6,
+            rope_style: RopeStyle::Halves,
+            qkv_bias: true,
+            rope_freqs: None,
+        }
+    }
+
+    #[test]
+    fn parameters_match_the_published_sizes() {
+        // Qwen2.5 0.5B: 0.49 billion; Qwen2.5 1.5B: 1.54 billion.
+        let small = qwen2(24, 896, 14, 64, 4864).parameters();
+        let large = qwen2(28, 1536, 12, 128, 8960).parameters();
+        assert!((480_000_000..500_000_000).contains(&small), "{small}");
+        assert!((1_500_000_000..1_560_000_000).contains(&large), "{large}");
     }
 }

@@ -694,23 +694,10 @@ fn an_answer_with_numbers_found_nowhere_is_sent_back_once() {
     assert_eq!(r.answer, "8");
     assert_eq!(r.rounds, 3);
     let schemas = &a.policy().schemas;
-    let actions = |s: &Value| -> Vec<String> {
-        s["anyOf"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| {
-                b["properties"]["action"]["const"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    };
-    assert!(actions(&schemas[0]).contains(&"final_answer".to_string()));
-    assert!(!actions(&schemas[1]).contains(&"final_answer".to_string()));
-    assert!(actions(&schemas[1]).contains(&"calculator".to_string()));
-    assert!(actions(&schemas[2]).contains(&"final_answer".to_string()));
+    assert!(allowed(&schemas[0]).contains(&"final_answer".to_string()));
+    assert!(!allowed(&schemas[1]).contains(&"final_answer".to_string()));
+    assert!(allowed(&schemas[1]).contains(&"calculator".to_string()));
+    assert!(allowed(&schemas[2]).contains(&"final_answer".to_string()));
 
     // Supported by a result, with rounding: accepted at once.
     let (mut a, events) = agent(

@@ -45,6 +45,14 @@ pub struct CallArgs {
     /// their default or that the question does not contain, nor copy quoted strings exactly.
     #[arg(long)]
     pub raw_arguments: bool,
+    /// Ask the model apart, with only the chosen function shown, whether calling it does what
+    /// the question asks; a call it judges unfit becomes a text reply. By default this is done
+    /// for models of 1 billion parameters or more (smaller ones judged no better than chance).
+    #[arg(long, conflicts_with = "no_fit_check")]
+    pub fit_check: bool,
+    /// Never make the fit check (see --fit-check).
+    #[arg(long)]
+    pub no_fit_check: bool,
     /// Prefill every prompt whole instead of reusing the cached prefix (to measure reuse).
     #[arg(long)]
     pub no_prefix_reuse: bool,
@@ -86,6 +94,11 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
         require_call: args.require_call,
         max_tokens: sampling.max_tokens,
         raw_arguments: args.raw_arguments,
+        fit_check: match (args.fit_check, args.no_fit_check) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
     };
     // Read and check the input before the (slow) model load.
     let single = match (&args.question, &args.functions, &args.json_lines) {
@@ -120,6 +133,15 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
             None => "as JSON".to_string(),
         }
     ));
+    printer.detail(&format!(
+        "the fit check is {} ({:.2} billion parameters{})",
+        if caller.fit_check(&opts) { "on" } else { "off" },
+        caller.parameters() as f64 / 1e9,
+        match opts.fit_check {
+            Some(_) => ", as asked",
+            None => ", checked from 1 billion",
+        }
+    ));
     if let Some((question, fs)) = single {
         let r = caller.call(&question, &fs, &opts)?;
         printer.result(&serde_json::to_string(&r.output)?)?;
@@ -130,6 +152,13 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
             "prompt {} tokens ({} reused), generated {}, {:.0} ms; the first token leaned {:.0}% towards a call",
             r.prompt_tokens, r.reused_tokens, r.generated_tokens, r.ms, r.call_probability * 100.0
         ));
+        if let Some(p) = r.fit_probability {
+            printer.detail(&format!(
+                "the fit check rated the call {:.0}% likely to do what is asked{}",
+                p * 100.0,
+                if p < 0.5 { ": the reply is text" } else { "" }
+            ));
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let Some(reader) = lines else {
