@@ -88,6 +88,10 @@ pub trait Policy {
     fn can_reason(&self) -> bool {
         false
     }
+    /// The model's parameter count, when the policy runs a model.
+    fn parameters(&self) -> Option<u64> {
+        None
+    }
     /// Reasons in plain text, at most `max_tokens` long, as the assistant's reply to
     /// `messages` (a context of its own, not the agent's), with each calculation written as
     /// `EXPRESSION =` completed by the calculator ([`super::reason`]). `None` when the policy
@@ -320,6 +324,10 @@ impl Policy for ModelPolicy {
 
     fn can_reason(&self) -> bool {
         true
+    }
+
+    fn parameters(&self) -> Option<u64> {
+        Some(self.decoder.model().model.config.parameters())
     }
 
     fn reason(

@@ -503,12 +503,18 @@ impl<P: Policy> Agent<P> {
         Ok(self.tool_step(run, st, round, step, done))
     }
 
-    /// Whether the loop offers the `reason` action beside `infos`: asked for, the policy can,
+    /// Whether the loop offers the `reason` action beside `infos`: asked for (by default, for
+    /// models of [`super::REASON_MIN_PARAMETERS`] parameters or more), the policy can,
     /// no plan is written (the plan is the task's free-text reasoning then: with both, the
     /// 0.5B model took its plan for a result and answered 17 * 23 = 421 without a call), and
     /// no tool of the registry has the name.
     fn offers_reason(&self, infos: &[ToolInfo]) -> bool {
-        self.options.reason
+        let by_size = || {
+            self.policy
+                .parameters()
+                .is_some_and(|p| p >= super::REASON_MIN_PARAMETERS)
+        };
+        self.options.reason.unwrap_or_else(by_size)
             && self.options.plan_tokens == 0
             && self.policy.can_reason()
             && !infos.iter().any(|i| i.name == REASON)

@@ -71,9 +71,14 @@ pub struct AgentArgs {
     /// no plan; on the word problems of tests/suites the 0.5B preset did no better with one).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub plan_tokens: usize,
-    /// Do not offer the `reason` action (the model working the task out in plain text, each
-    /// calculation checked by the calculator, in a context of its own). With --plan-tokens it
-    /// is not offered either: the plan takes its place.
+    /// Offer the `reason` action: the model works the task out in plain text, each
+    /// calculation checked by the calculator, in a context of its own. By default it is offered
+    /// to models of 1 billion parameters or more (a smaller one copied the worked example's
+    /// answer instead of reasoning). With --plan-tokens it is not offered: the plan takes its
+    /// place.
+    #[arg(long, conflicts_with = "no_reason")]
+    pub reason: bool,
+    /// Never offer the `reason` action (see --reason).
     #[arg(long)]
     pub no_reason: bool,
     /// Write one JSON event per line to FILE (appended): prompts, steps with token counts and
@@ -133,7 +138,11 @@ impl AgentArgs {
             evidence_check: !self.no_evidence_check,
             examples: !self.no_examples,
             plan_tokens: self.plan_tokens,
-            reason: !self.no_reason,
+            reason: match (self.reason, self.no_reason) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
             ..AgentOptions::default()
         };
         o.validate().map_err(anyhow::Error::msg)?;
