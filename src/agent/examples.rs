@@ -202,7 +202,8 @@ const COMMON: &[&str] = &[
 ];
 
 /// `text` with each arithmetic operator written as the word a task would use for it (`17 * 23`
-/// reads `17 times 23`), so that an expression ranks as arithmetic and not only as "numbers".
+/// reads `17 times 23`, and so does `17 x 23`), so that an expression ranks as arithmetic and
+/// not only as "numbers".
 /// A `-` counts as minus only between numbers (`80 - 15`), not in `e-mail` or `2-year`.
 fn operators_as_words(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
@@ -220,6 +221,15 @@ fn operators_as_words(text: &str) -> String {
             '+' => Some(" plus "),
             '/' | '\u{f7}' => Some(" divided by "),
             '^' => Some(" power "),
+            // `7 x 6`: an x standing alone between numbers.
+            'x' | 'X' => {
+                let alone = i > 0
+                    && chars[i - 1] == ' '
+                    && chars.get(i + 1) == Some(&' ')
+                    && near(i, -1).is_some_and(|b| b.is_ascii_digit() || b == ')')
+                    && near(i, 1).is_some_and(|a| a.is_ascii_digit() || a == '(');
+                alone.then_some(" times ")
+            }
             '-' => {
                 let before = near(i, -1).is_some_and(|b| b.is_ascii_digit() || b == ')');
                 let after = near(i, 1).is_some_and(|a| a.is_ascii_digit() || a == '(');
@@ -454,6 +464,9 @@ mod tests {
     #[test]
     fn operators_read_as_words_and_hyphens_do_not() {
         assert_eq!(words("17 * 23"), ["0", "times", "0"]);
+        // Regression: "Use the calculator on 7 x 6" was shown the percent problem.
+        assert_eq!(words("7 x 6"), ["0", "times", "0"]);
+        assert_eq!(words("box x 6 and 7x6"), ["box", "x", "0", "7x6"]);
         assert_eq!(words("80 - 15"), ["0", "minus", "0"]);
         assert_eq!(
             words("a 2-year plan by e-mail"),

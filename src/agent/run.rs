@@ -10,7 +10,7 @@ use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, RoundText, TaskContext};
 use super::reason::REASON;
-use super::step::{partial_action, step_schema_with, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
+use super::step::{partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
 use super::{
     canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
 };
@@ -88,10 +88,6 @@ struct Rounds {
     min_dropped: usize,
     /// Whether a final answer was already sent back by the evidence check (once a task).
     evidence_checked: bool,
-    /// Whether the next round must call a tool (final_answer is left out of its grammar): set
-    /// when the evidence check sends an answer back. Told to look its numbers up, the 0.5B
-    /// model gave the same made-up number again, or the check's own words as its answer.
-    must_act: bool,
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
 }
@@ -338,7 +334,6 @@ impl<P: Policy> Agent<P> {
             texts: Vec::new(),
             min_dropped: 0,
             evidence_checked: false,
-            must_act: false,
             plan_rounds: 0,
         };
         if self.options.plan_tokens > 0 {
@@ -444,14 +439,13 @@ impl<P: Policy> Agent<P> {
         }
         let last_round = round == self.options.max_rounds;
         let allowed = st.guards.allowed(&st.infos, last_round);
-        let may_answer = !std::mem::take(&mut st.must_act) || allowed.is_empty();
-        let Some(fitted) = self.prompt(run, st, task, ctx, round, &allowed, may_answer)? else {
+        let Some(fitted) = self.prompt(run, st, task, ctx, round, &allowed)? else {
             return self.budget_stop(&st.prefix, task);
         };
         let step_start = Instant::now();
         let decoded = self.policy.decode(
             &fitted.messages,
-            &step_schema_with(&allowed, may_answer),
+            &step_schema(&allowed),
             self.options.max_step_tokens,
         )?;
         let mut record = self.count_step(run, round, &decoded);
@@ -599,7 +593,6 @@ impl<P: Policy> Agent<P> {
 
     /// This round's prompt fitted to the budget, with the events that say what was trimmed and
     /// what the step may do; `None` when even the bare prompt does not fit.
-    #[allow(clippy::too_many_arguments)]
     fn prompt(
         &mut self,
         run: &mut TaskRun,
@@ -608,7 +601,6 @@ impl<P: Policy> Agent<P> {
         ctx: &TaskContext,
         round: usize,
         allowed: &[StepTool],
-        may_answer: bool,
     ) -> Result<Option<super::prompt::Fitted>, AgentError> {
         let budget = self.budget();
         let fitted = fit(
@@ -639,9 +631,7 @@ impl<P: Policy> Agent<P> {
         st.min_dropped = fitted.dropped_rounds;
         run.result.dropped_rounds = fitted.dropped_rounds;
         let mut names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
-        if may_answer {
-            names.push(FINAL_ANSWER.to_string());
-        }
+        names.push(FINAL_ANSWER.to_string());
         self.emit(
             run.start,
             EventKind::Prompt {
@@ -811,7 +801,6 @@ impl<P: Policy> Agent<P> {
             let missing = checked.unsupported;
             if !missing.is_empty() {
                 st.evidence_checked = true;
-                st.must_act = true;
                 self.emit(
                     run.start,
                     EventKind::EvidenceCheck {

@@ -63,12 +63,6 @@ impl StepTool {
 /// the bounds of [`bound_numbers`], and objects no keys beyond their `properties`
 /// ([`close_objects`]).
 pub fn step_schema(tools: &[StepTool]) -> Value {
-    step_schema_with(tools, true)
-}
-
-/// [`step_schema`], with `final_answer` among the actions only when `answer` is true (a
-/// round that must call a tool).
-pub fn step_schema_with(tools: &[StepTool], answer: bool) -> Value {
     let final_answer = StepTool::new(
         FINAL_ANSWER,
         json!({
@@ -80,7 +74,7 @@ pub fn step_schema_with(tools: &[StepTool], answer: bool) -> Value {
     );
     let branches: Vec<Value> = tools
         .iter()
-        .chain(answer.then_some(&final_answer))
+        .chain(std::iter::once(&final_answer))
         .map(|tool| {
             let mut args = tool.args.clone();
             bound_strings(&mut args, ARG_MAX_CHARS);

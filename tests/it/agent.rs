@@ -682,22 +682,15 @@ fn an_answer_with_numbers_found_nowhere_is_sent_back_once() {
         "{text}"
     );
 
-    // The round after the check must call a tool: its grammar leaves final_answer out.
-    // Regression: told to look 421 up, the 0.5B model answered 421 again, then answered with
-    // the check's own words. Once per task: the next unsupported answer stands.
+    // Once per task: the second unsupported answer stands.
     let (mut a, _) = agent(
-        vec![answer("7"), calc("3 + 4"), answer("8")],
+        vec![answer("7"), answer("8")],
         registry(vec![]),
         AgentOptions::default(),
     );
     let r = a.run_task("Pick a number.", None);
     assert_eq!(r.answer, "8");
-    assert_eq!(r.rounds, 3);
-    let schemas = &a.policy().schemas;
-    assert!(allowed(&schemas[0]).contains(&"final_answer".to_string()));
-    assert!(!allowed(&schemas[1]).contains(&"final_answer".to_string()));
-    assert!(allowed(&schemas[1]).contains(&"calculator".to_string()));
-    assert!(allowed(&schemas[2]).contains(&"final_answer".to_string()));
+    assert_eq!(r.rounds, 2);
 
     // Supported by a result, with rounding: accepted at once.
     let (mut a, events) = agent(
