@@ -737,7 +737,8 @@ impl FunctionCaller {
     /// `question` asks: P(yes) / (P(yes) + P(no)) at the first token of its reply to a short
     /// yes-or-no question showing only that function. A model primed by a list of functions
     /// to call one of them (the 1.5B preset called one for most questions no function fits)
-    /// is asked once more without the pull of the listing.
+    /// is asked once more without the pull of the listing. A question too long for the
+    /// context cannot be asked this way: then the call stands (1.0).
     pub fn fit_probability(&mut self, question: &str, f: &Function) -> Result<f64, CallError> {
         let side = match &mut self.side {
             Some(d) => d,
