@@ -493,7 +493,7 @@ fn token_probability(logits: &[f32], token: u32) -> f64 {
 
 /// The smallest model whose fit check is used unless asked otherwise: on the calls suite the
 /// 1.5B preset's yes-or-no told fitting functions from unfitting ones well (a fitting one
-/// rated higher 96% of the time), the 0.5B's not at all (40%, below chance), so the check
+/// rated higher 96% of the time), the 0.5B's barely (56%, near chance), so the check
 /// turned its right calls into text.
 pub const FIT_CHECK_MIN_PARAMETERS: u64 = 1_000_000_000;
 
