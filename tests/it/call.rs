@@ -111,7 +111,7 @@ fn the_fit_check_tells_a_fitting_function_from_one_that_is_not() {
     );
 
     // A call that goes through reports its fit; with the check off, none is made.
-    // By default the 0.5B model makes no fit check: its yes-or-no was no better than chance.
+    // By default the 0.5B model makes no fit check: its yes-or-no was little better than chance.
     assert!(!caller.fit_check(&CallOptions::default()));
     for fit_check in [true, false] {
         let opts = CallOptions {

@@ -47,7 +47,7 @@ pub struct CallArgs {
     pub raw_arguments: bool,
     /// Ask the model apart, with only the chosen function shown, whether calling it does what
     /// the question asks; a call it judges unfit becomes a text reply. By default this is done
-    /// for models of 1 billion parameters or more (smaller ones judged no better than chance).
+    /// for models of 1 billion parameters or more (smaller ones judged little better than chance).
     #[arg(long, conflicts_with = "no_fit_check")]
     pub fit_check: bool,
     /// Never make the fit check (see --fit-check).
