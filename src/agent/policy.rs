@@ -342,11 +342,7 @@ impl Policy for ModelPolicy {
         };
         let lm = side.model().clone();
         let tok = &lm.tokenizer;
-        let mut ids = Vec::new();
-        if tok.add_bos() {
-            ids.extend(tok.bos_id());
-        }
-        ids.extend(tok.encode(&lm.template.render(messages, true)?)?);
+        let mut ids = lm.prompt_ids(messages)?;
         let prompt_tokens = ids.len();
         let start = Instant::now();
         let mut out = Reasoned {

@@ -74,16 +74,7 @@ pub fn messages(
         .map(|(t, a)| format!("Earlier question: {}\nAnswer: {}", t.trim(), a.trim()))
         .collect();
     lines.extend(turns);
-    let mut kept: Vec<&str> = Vec::new();
-    let mut chars = 0;
-    for l in lines.iter().rev() {
-        chars += l.len();
-        if chars > EARLIER_MAX_CHARS {
-            break;
-        }
-        kept.push(l);
-    }
-    kept.reverse();
+    let kept = newest_within(&lines, EARLIER_MAX_CHARS);
     let mut user = String::new();
     if !kept.is_empty() {
         user.push_str(&kept.join("\n"));
@@ -91,16 +82,7 @@ pub fn messages(
     }
     user.push_str(task.trim());
     if !found.is_empty() {
-        let mut kept: Vec<&str> = Vec::new();
-        let mut chars = 0;
-        for f in found.iter().rev() {
-            chars += f.len();
-            if chars > FOUND_MAX_CHARS && !kept.is_empty() {
-                break;
-            }
-            kept.push(f);
-        }
-        kept.reverse();
+        let kept = newest_within(found, FOUND_MAX_CHARS);
         user.push_str("\n\nWhat the tools found:\n");
         for f in kept {
             user.push_str(f.trim());
@@ -113,6 +95,22 @@ pub fn messages(
         Message::system("You are a helpful assistant."),
         Message::user(user),
     ]
+}
+
+/// The newest of `items` (the last ones) that fit in `max` characters together, oldest
+/// first; the newest one always, however long.
+fn newest_within(items: &[String], max: usize) -> Vec<&str> {
+    let mut kept: Vec<&str> = Vec::new();
+    let mut chars = 0;
+    for item in items.iter().rev() {
+        chars += item.len();
+        if chars > max && !kept.is_empty() {
+            break;
+        }
+        kept.push(item);
+    }
+    kept.reverse();
+    kept
 }
 
 /// When `text` ends with `EXPRESSION =` and the expression is arithmetic the calculator

@@ -497,12 +497,44 @@ fn token_probability(logits: &[f32], token: u32) -> f64 {
 /// turned its right calls into text.
 pub const FIT_CHECK_MIN_PARAMETERS: u64 = 1_000_000_000;
 
+/// What the fit check asks with: a decoder of its own and the first tokens of the answers
+/// "yes" and "no" (each spelling's, once).
+struct FitJudge {
+    decoder: Decoder,
+    yes: Vec<u32>,
+    no: Vec<u32>,
+}
+
+impl FitJudge {
+    fn new(decoder: &Decoder) -> Result<Self, CallError> {
+        let tok = &decoder.model().tokenizer;
+        let firsts = |words: [&str; 3]| -> Result<Vec<u32>, CallError> {
+            let mut ids = Vec::new();
+            for w in words {
+                let t = tok.encode(w).map_err(|e| CallError::Generate(e.into()))?;
+                if let Some(&first) = t.first() {
+                    if !ids.contains(&first) {
+                        ids.push(first);
+                    }
+                }
+            }
+            Ok(ids)
+        };
+        Ok(FitJudge {
+            yes: firsts(["Yes", "yes", "YES"])?,
+            no: firsts(["No", "no", "NO"])?,
+            decoder: decoder.sibling(),
+        })
+    }
+}
+
 /// Answers questions over function definitions with one model and one KV cache.
 pub struct FunctionCaller {
     decoder: Decoder,
-    /// The decoder of the fit check ([`FunctionCaller::fit_probability`]), made on first use:
-    /// a KV cache of its own, so the functions' prompt stays cached for the next question.
-    side: Option<Decoder>,
+    /// The fit check's decoder and answer tokens ([`FunctionCaller::fit_probability`]), made
+    /// on first use: a KV cache of its own, so the functions' prompt stays cached for the
+    /// next question.
+    judge: Option<FitJudge>,
     marker: Option<CallMarker>,
     leanings: Vec<Lean>,
 }
@@ -514,7 +546,7 @@ impl FunctionCaller {
         let leanings = first_token_leanings(&lm, marker.as_ref());
         Ok(FunctionCaller {
             decoder: Decoder::new(lm, sampling)?,
-            side: None,
+            judge: None,
             marker,
             leanings,
         })
@@ -740,11 +772,11 @@ impl FunctionCaller {
     /// is asked once more without the pull of the listing. A question too long for the
     /// context cannot be asked this way: then the call stands (1.0).
     pub fn fit_probability(&mut self, question: &str, f: &Function) -> Result<f64, CallError> {
-        let side = match &mut self.side {
-            Some(d) => d,
-            none => none.insert(self.decoder.sibling()),
+        let judge = match &mut self.judge {
+            Some(j) => j,
+            none => none.insert(FitJudge::new(&self.decoder)?),
         };
-        let lm = side.model().clone();
+        let lm = judge.decoder.model().clone();
         let params = crate::agent::prompt::describe_args(&f.parameters);
         let messages = [
             Message::system("You are a careful assistant. Answer with yes or no."),
@@ -755,42 +787,16 @@ impl FunctionCaller {
                 f.description.trim()
             )),
         ];
-        let text = lm
-            .template
-            .render(&messages, true)
-            .map_err(|e| CallError::Generate(GenerateError::from(e)))?;
-        let mut ids = Vec::new();
-        if lm.tokenizer.add_bos() {
-            ids.extend(lm.tokenizer.bos_id());
-        }
-        ids.extend(
-            lm.tokenizer
-                .encode(&text)
-                .map_err(|e| CallError::Generate(e.into()))?,
-        );
+        let ids = lm
+            .prompt_ids(&messages)
+            .map_err(|e| CallError::Generate(e.into()))?;
         if ids.len() >= lm.model.config.context {
             return Ok(1.0);
         }
-        let (logits, _) = side.next_logits(&ids)?;
-        let p = |words: &[&str]| -> Result<f64, CallError> {
-            let mut seen = Vec::new();
-            let mut sum = 0.0;
-            for w in words {
-                let t = lm
-                    .tokenizer
-                    .encode(w)
-                    .map_err(|e| CallError::Generate(e.into()))?;
-                if let Some(&first) = t.first() {
-                    if !seen.contains(&first) {
-                        seen.push(first);
-                        sum += token_probability(&logits, first);
-                    }
-                }
-            }
-            Ok(sum)
-        };
-        let yes = p(&["Yes", "yes", "YES"])?;
-        let no = p(&["No", "no", "NO"])?;
+        let (logits, _) = judge.decoder.next_logits(&ids)?;
+        let p =
+            |tokens: &[u32]| -> f64 { tokens.iter().map(|&t| token_probability(&logits, t)).sum() };
+        let (yes, no) = (p(&judge.yes), p(&judge.no));
         Ok(if yes + no > 0.0 {
             yes / (yes + no)
         } else {

@@ -65,6 +65,20 @@ pub struct LoadedModel {
 }
 
 impl LoadedModel {
+    /// The tokens of a prompt of its own for `messages`: BOS when the tokenizer asks for one,
+    /// then the chat template's rendering, ending where the assistant's reply starts.
+    pub fn prompt_ids(&self, messages: &[template::Message]) -> Result<Vec<u32>> {
+        let mut ids = Vec::new();
+        if self.tokenizer.add_bos() {
+            ids.extend(self.tokenizer.bos_id());
+        }
+        ids.extend(
+            self.tokenizer
+                .encode(&self.template.render(messages, true)?)?,
+        );
+        Ok(ids)
+    }
+
     /// Loads a GGUF file; `tokenizer_json` overrides the tokenizer stored in it.
     pub fn load(path: &Path, tokenizer_json: Option<&Path>, opts: &LoadOptions) -> Result<Self> {
         let start = Instant::now();

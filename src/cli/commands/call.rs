@@ -94,11 +94,7 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
         require_call: args.require_call,
         max_tokens: sampling.max_tokens,
         raw_arguments: args.raw_arguments,
-        fit_check: match (args.fit_check, args.no_fit_check) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        },
+        fit_check: super::on_off(args.fit_check, args.no_fit_check),
     };
     // Read and check the input before the (slow) model load.
     let single = match (&args.question, &args.functions, &args.json_lines) {

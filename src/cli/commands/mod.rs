@@ -93,3 +93,13 @@ pub fn load_model(
     }
     Ok(lm)
 }
+
+/// A setting with a flag to turn it on and one to turn it off (clap keeps them apart): what
+/// was asked, or `None` for the setting's own default.
+pub fn on_off(on: bool, off: bool) -> Option<bool> {
+    match (on, off) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    }
+}

@@ -138,11 +138,7 @@ impl AgentArgs {
             evidence_check: !self.no_evidence_check,
             examples: !self.no_examples,
             plan_tokens: self.plan_tokens,
-            reason: match (self.reason, self.no_reason) {
-                (true, _) => Some(true),
-                (_, true) => Some(false),
-                _ => None,
-            },
+            reason: super::on_off(self.reason, self.no_reason),
             ..AgentOptions::default()
         };
         o.validate().map_err(anyhow::Error::msg)?;
