@@ -1,16 +1,21 @@
 //! The pattern a `sql` query is decoded under, built from the live database's own schema: every
 //! word of the query is an SQLite keyword or function, a table or column name that exists (in
-//! any letter case, or double-quoted), a short alias (one or two letters, as in `o.qty`), a
-//! name given with `AS`, a number, or text inside a string literal. So the model cannot name a
-//! table or column the database does not have (`o.quantity` where the column is `qty`), nor
-//! call a function SQLite lacks (`YEAR(order_date)`, `EXTRACT(year FROM …)`), and the query is
-//! bounded in length ([`MAX_WORDS`]).
+//! any letter case, or double-quoted), a short alias (a letter and at most one more letter or
+//! digit, as in `o.qty` or `T1.qty`), a name given with `AS` (and, right after `ORDER BY` or
+//! `HAVING`, any name, so that a result column named with `AS` can be sorted on: `ORDER BY
+//! num_loans`), a number, or text inside a string literal. So the model cannot name a table or
+//! column the database does not have (`o.quantity` where the column is `qty`), nor call a
+//! function SQLite lacks (`YEAR(order_date)`, `EXTRACT(year FROM …)`), and the query is bounded
+//! in length ([`MAX_WORDS`]).
 //!
 //! The pattern is a regular expression in the JSON Schema `pattern` of the tool's `query`
 //! argument, so it constrains the step like any other schema keyword; a table or column whose
 //! name is a keyword or needs quoting can always be written double-quoted.
 
-/// SQLite keywords a read-only query uses (matched in upper, lower or capitalised form).
+/// SQLite keywords a read-only query uses (matched in upper, lower or capitalised form). Type
+/// names (`INTEGER`, `REAL`, …) are not among them: they follow `AS` in a `CAST`, where any
+/// name may stand, and elsewhere they only offered a wrong way out to a model that was
+/// writing a name the pattern did not hold (`ORDER BY num_loans` decoded as `ORDER BY numeric`).
 const KEYWORDS: &[&str] = &[
     "SELECT",
     "FROM",
@@ -65,13 +70,6 @@ const KEYWORDS: &[&str] = &[
     "ESCAPE",
     "TRUE",
     "FALSE",
-    "INTEGER",
-    "INT",
-    "REAL",
-    "TEXT",
-    "NUMERIC",
-    "FLOAT",
-    "BLOB",
     "CURRENT_DATE",
     "CURRENT_TIME",
     "CURRENT_TIMESTAMP",
@@ -193,8 +191,15 @@ pub fn query_pattern(names: &[String], pragmas: &[&str]) -> String {
     words.dedup();
     quoted.sort();
     quoted.dedup();
+    // A name the query gives with `AS` is not in the schema, and a regular expression cannot
+    // remember it; it is used mostly to sort or filter the groups, so any name may follow
+    // `ORDER BY` and `HAVING` (SQLite itself answers a wrong one with "no such column").
+    let name = "[A-Za-z_][A-Za-z0-9_]{0,30}";
+    let named = format!(
+        "(?:AS|as|As)[ ]{{1,3}}{name}|(?:ORDER|order|Order)[ ]{{1,3}}(?:BY|by|By)[ ]{{1,3}}{name}|(?:HAVING|having|Having)[ ]{{1,3}}{name}"
+    );
     let word = format!(
-        "(?:{}|\"(?:{})\"|[a-z][a-z0-9]?|(?:AS|as|As)[ ]{{1,3}}[A-Za-z_][A-Za-z0-9_]{{0,30}}|[0-9]{{1,15}}(?:[.][0-9]{{1,10}})?)",
+        "(?:{}|\"(?:{})\"|[A-Za-z][A-Za-z0-9]?|{named}|[0-9]{{1,15}}(?:[.][0-9]{{1,10}})?)",
         words.join("|"),
         quoted.join("|")
     );
@@ -236,6 +241,10 @@ mod tests {
             "SELECT name FROM products WHERE name LIKE '%it''s%'",
             "PRAGMA table_info(orders)",
             "WITH t AS (SELECT price FROM products) SELECT MAX(price) FROM t",
+            "SELECT CAST(price AS INTEGER) FROM products",
+            // Regression: `T1`, the alias style of much text-to-SQL data, could not be written
+            // and the 1.5B model's `T1.member_no` was decoded as `Tbl_name` to the word limit.
+            "SELECT T1.name FROM products AS T1 JOIN orders AS T2 ON T1.rowid = T2.rowid",
         ] {
             assert!(matches(&p, ok), "{ok}");
         }
@@ -246,6 +255,30 @@ mod tests {
             "SELECT * FROM purchases",
             "DELETE FROM orders",
             "SELECT pricename FROM products",
+        ] {
+            assert!(!matches(&p, bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_name_given_with_as_can_be_sorted_and_filtered_on() {
+        // Regression: `ORDER BY num_loans` could not be written, and the 1.5B model's query
+        // was decoded as `ORDER BY numeric` (a type name), then as `ORDER BY total Copies`.
+        let names: Vec<String> = ["loans", "member_no", "copies"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let p = query_pattern(&names, &[]);
+        for ok in [
+            "SELECT member_no, COUNT(*) AS num_loans FROM loans GROUP BY member_no ORDER BY num_loans DESC LIMIT 1",
+            "SELECT member_no, SUM(copies) as total_copies FROM loans GROUP BY member_no HAVING total_copies > 2",
+        ] {
+            assert!(matches(&p, ok), "{ok}");
+        }
+        // Elsewhere a name still has to exist, and type names are no words of their own.
+        for bad in [
+            "SELECT member_no, COUNT(*) AS n FROM loans WHERE num_loans > 1",
+            "SELECT numeric FROM loans",
         ] {
             assert!(!matches(&p, bad), "{bad}");
         }
