@@ -5,6 +5,8 @@
 //! the loop then says which numbers, once per task, and lets the model look them up or compute
 //! them before answering again.
 
+use crate::tools::sql::PARTIAL_SAMPLE;
+
 /// The numbers written in `text`: runs of digits with an optional sign, thousands commas
 /// (`1,234`) and a decimal part. A number glued to letters (`Q4`, `2nd`, `v1`) is part of a
 /// word, not a quantity, and is left out.
@@ -127,6 +129,80 @@ pub fn check(answer: &str, base: &[&str], rounds: &[(Option<&str>, &str)]) -> Ch
     out
 }
 
+/// The words of `note` split in two: those of the rows under a heading ending in
+/// [`PARTIAL_SAMPLE`] (a few rows of a larger table, shown before the first round), and those
+/// of every other line (passages, schemas, headings, the column-name line under a heading).
+fn split_sample(note: &str) -> (Vec<String>, Vec<String>) {
+    let (mut sample, mut rest) = (Vec::new(), Vec::new());
+    let mut inside = false;
+    let mut header = false;
+    for line in note.lines() {
+        if line.starts_with("-- ") {
+            inside = line.ends_with(PARTIAL_SAMPLE);
+            header = inside;
+            rest.extend(words(line));
+        } else if line.trim().is_empty() {
+            inside = false;
+        } else if header || !inside {
+            header = false;
+            rest.extend(words(line));
+        } else {
+            sample.extend(words(line));
+        }
+    }
+    (sample, rest)
+}
+
+/// The words of `text` of three characters or more, and its numbers of two digits or more
+/// (`-` and `.` inside a word keep it whole: `2014-09-03`, `0.25`).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '.' || c == '@'))
+        .map(|w| w.trim_matches(|c: char| c == '-' || c == '.'))
+        .filter(|w| {
+            let n = w.chars().count();
+            n >= 3 || (n == 2 && w.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The words of `answer` that appear in a partial sample of a table shown before the first
+/// round (see [`split_sample`]) and in none of `elsewhere` (the task, the rest of the context,
+/// earlier turns, tool results). An answer built from three of a table's rows is a guess about
+/// the whole table: asked for the oldest member, the 1.5B model named the oldest of the three
+/// members it was shown.
+pub fn from_sample(answer: &str, notes: &[&str], elsewhere: &[&str]) -> Vec<String> {
+    let (mut sampled, mut other) = (Vec::new(), Vec::new());
+    for n in notes {
+        let (s, r) = split_sample(n);
+        sampled.extend(s);
+        other.extend(r);
+    }
+    if sampled.is_empty() {
+        return Vec::new();
+    }
+    other.extend(elsewhere.iter().flat_map(|t| words(t)));
+    let other: Vec<String> = other.into_iter().map(|w| w.to_lowercase()).collect();
+    let mut out: Vec<String> = Vec::new();
+    for w in words(answer) {
+        if sampled.contains(&w) && !other.contains(&w.to_lowercase()) && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// What the loop tells the model when its answer rests on `values` seen only in sample rows.
+pub fn sample_message(values: &[String]) -> String {
+    format!(
+        "[check: {} in your answer or calculations {} from the few sample rows shown before \
+         the first step, not from the whole table. Query the table with the sql tool, then give \
+         the final_answer again, based on the result.]",
+        values.join(", "),
+        if values.len() == 1 { "comes" } else { "come" }
+    )
+}
+
 /// What the loop tells the model when its answer holds `numbers` found nowhere, computed
 /// from the `inputs` found nowhere.
 pub fn check_message_with(numbers: &[String], inputs: &[String]) -> String {
@@ -162,6 +238,36 @@ pub fn check_message(numbers: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_from_a_partial_sample_of_a_table_is_named() {
+        let note = "Passages of the user's documents:\n  Members pay 14 euros.\n\n\
+                    Some rows of the tables this task's words point to:\n\
+                    -- members: 3 of its 17 rows (query for the others)\n\
+                    member_no | first_nm | last_nm | dob\n\
+                    1001 | Olivia | Grant | 1985-02-11\n\
+                    1002 | Ben | Carter | 2014-09-03\n\
+                    -- branches\n\
+                    branch_code | branch_name\n\
+                    CEN | Central Library";
+        let task = "Who is the oldest library member?";
+        assert_eq!(
+            from_sample(
+                "Olivia Grant is the oldest member, born 1985-02-11.",
+                &[note],
+                &[task]
+            ),
+            vec!["Olivia", "Grant", "1985-02-11"]
+        );
+        // Rows shown in full (no partial heading), the passages and the column names are not
+        // a sample; a value also found in a tool result is evidence.
+        assert!(from_sample("Central Library, 14 euros, first_nm", &[note], &[task]).is_empty());
+        assert!(from_sample("Olivia Grant", &[note], &[task, "first_nm\nOlivia Grant"]).is_empty());
+        // A calculation on sampled values: the numbers of its expression.
+        let fees = "-- visit: 3 of its 30 rows (query for the others)\n\
+                    visit_id | fee\n1 | 48\n2 | 62\n3 | 7";
+        assert_eq!(from_sample("48 + 62", &[fees], &[task]), vec!["48", "62"]);
+    }
 
     #[test]
     fn numbers_are_read_with_commas_decimals_and_signs_but_not_inside_words() {

@@ -92,6 +92,38 @@ struct Rounds {
     plan_rounds: usize,
 }
 
+/// The values of `answer`, and of the calculator expressions of `rounds` ((expression,
+/// observation) each), that appear only in sample rows of the context `notes`
+/// ([`super::evidence::from_sample`]). An expression is checked against everything but the
+/// calculator's own results, which echo it; the answer against every result.
+fn sampled_values(
+    answer: &str,
+    task: &str,
+    ctx: &TaskContext,
+    notes: &[&str],
+    rounds: &[(Option<&str>, &str)],
+) -> Vec<String> {
+    let mut elsewhere: Vec<&str> = vec![task];
+    elsewhere.extend(ctx.facts.iter().map(String::as_str));
+    elsewhere.extend(
+        ctx.history
+            .iter()
+            .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
+    );
+    elsewhere.extend(rounds.iter().filter(|(e, _)| e.is_none()).map(|(_, o)| *o));
+    let mut found: Vec<String> = Vec::new();
+    for e in rounds.iter().filter_map(|(e, _)| *e) {
+        found.extend(super::evidence::from_sample(e, notes, &elsewhere));
+    }
+    elsewhere.extend(rounds.iter().filter(|(e, _)| e.is_some()).map(|(_, o)| *o));
+    for v in super::evidence::from_sample(answer, notes, &elsewhere) {
+        if !found.contains(&v) {
+            found.push(v);
+        }
+    }
+    found
+}
+
 /// Whether the task goes on after a round.
 enum Flow {
     Continue,
@@ -799,17 +831,22 @@ impl<P: Policy> Agent<P> {
                 .collect();
             let checked = super::evidence::check(&answer, &base, &rounds);
             let missing = checked.unsupported;
-            if !missing.is_empty() {
-                st.evidence_checked = true;
-                self.emit(
-                    run.start,
-                    EventKind::EvidenceCheck {
-                        round,
-                        unsupported: missing.clone(),
-                    },
-                );
-                let observation =
+            let flagged = if missing.is_empty() {
+                // Values seen only in a few sample rows of a table are no evidence either.
+                let notes: Vec<&str> = st.notes.iter().map(String::as_str).collect();
+                let sampled = sampled_values(&answer, task, ctx, &notes, &rounds);
+                (!sampled.is_empty()).then(|| {
+                    let message = super::evidence::sample_message(&sampled);
+                    (sampled, message)
+                })
+            } else {
+                let message =
                     super::evidence::check_message_with(&missing, &checked.ungrounded_inputs);
+                Some((missing, message))
+            };
+            if let Some((unsupported, observation)) = flagged {
+                st.evidence_checked = true;
+                self.emit(run.start, EventKind::EvidenceCheck { round, unsupported });
                 return Ok(self.send_back(run, st, done, "evidence_check", observation));
             }
         }

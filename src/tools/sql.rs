@@ -100,6 +100,11 @@ const SAMPLE_TABLES: usize = 2;
 /// How many rows of each such table it shows.
 const SAMPLE_ROWS: usize = 3;
 
+/// How the heading of a table's sample rows in a task's context ends when they are not all of
+/// its rows (`-- members: 3 of its 17 rows (query for the others)`): the evidence check reads
+/// it to tell values seen only in such a sample ([`crate::agent::evidence::from_sample`]).
+pub const PARTIAL_SAMPLE: &str = " rows (query for the others)";
+
 /// Room kept in a result for the line that counts the rows not shown.
 const ROW_NOTE_CHARS: usize = 200;
 
@@ -312,14 +317,7 @@ impl SqlTool {
             let quoted = format!("\"{}\"", t.replace('"', "\"\""));
             let columns: Vec<String> = {
                 let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-                let q = format!("PRAGMA table_info({quoted})");
-                let Ok(mut stmt) = conn.prepare(&q) else {
-                    continue;
-                };
-                let Ok(names) = stmt.query_map([], |r| r.get::<_, String>(1)) else {
-                    continue;
-                };
-                names.flatten().collect()
+                table_columns(&conn, t)
             };
             if columns.is_empty() {
                 continue;
@@ -344,7 +342,26 @@ impl SqlTool {
                     Err(_) => continue,
                 },
             };
-            let block = format!("-- {t}\n{}\n", shown.trim_end());
+            // How many rows the table has, so that a few shown rows are not taken for all of
+            // them: asked for the oldest member, the 1.5B model named the oldest of the three
+            // sample rows.
+            let count = self
+                .query(&format!("SELECT COUNT(*) FROM {quoted}"))
+                .ok()
+                .and_then(|r| r.lines().nth(1).and_then(|l| l.trim().parse::<u64>().ok()));
+            // The lines after the header, less the notes in parentheses.
+            let listed = shown
+                .lines()
+                .skip(1)
+                .filter(|l| !l.starts_with('('))
+                .count() as u64;
+            let heading = match count {
+                Some(n) if n > listed => {
+                    format!("-- {t}: {listed} of its {n}{PARTIAL_SAMPLE}")
+                }
+                _ => format!("-- {t}"),
+            };
+            let block = format!("{heading}\n{}\n", shown.trim_end());
             if out.len() + block.len() > self.options.max_context_chars {
                 break;
             }
@@ -485,7 +502,9 @@ impl SqlTool {
                     join_within(cols.iter().map(String::as_str), 1000)
                 )
             };
-            return ToolError::invalid(msg).with_hint("use one of the listed columns");
+            let hint = join_hint(conn, sql, &self.tables, rest)
+                .unwrap_or_else(|| "use one of the listed columns".to_string());
+            return ToolError::invalid(msg).with_hint(hint);
         }
         ToolError::invalid(format!("SQL error: {text}"))
             .with_hint("fix the query; the tables and their columns are in the tool's description")
@@ -920,16 +939,151 @@ fn columns_of_named_tables(conn: &Connection, sql: &str, tables: &[String]) -> V
         if !lower.contains(&t.to_ascii_lowercase()) {
             continue;
         }
-        let q = format!("PRAGMA table_info(\"{}\")", t.replace('"', "\"\""));
-        let Ok(mut stmt) = conn.prepare(&q) else {
-            continue;
-        };
-        let Ok(names) = stmt.query_map([], |r| r.get::<_, String>(1)) else {
-            continue;
-        };
-        out.extend(names.flatten().map(|c| format!("{t}.{c}")));
+        out.extend(
+            table_columns(conn, t)
+                .into_iter()
+                .map(|c| format!("{t}.{c}")),
+        );
     }
     out
+}
+
+/// The names of a table's columns.
+fn table_columns(conn: &Connection, table: &str) -> Vec<String> {
+    let q = format!("PRAGMA table_info(\"{}\")", table.replace('"', "\"\""));
+    let Ok(mut stmt) = conn.prepare(&q) else {
+        return Vec::new();
+    };
+    let Ok(names) = stmt.query_map([], |r| r.get::<_, String>(1)) else {
+        return Vec::new();
+    };
+    names.flatten().collect()
+}
+
+/// The foreign keys of `table`: (its column, the table it points to, that table's column, or
+/// `None` for its primary key).
+fn foreign_keys(conn: &Connection, table: &str) -> Vec<(String, String, Option<String>)> {
+    let q = format!(
+        "PRAGMA foreign_key_list(\"{}\")",
+        table.replace('"', "\"\"")
+    );
+    let Ok(mut stmt) = conn.prepare(&q) else {
+        return Vec::new();
+    };
+    let Ok(rows) = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Option<String>>(4)?,
+        ))
+    }) else {
+        return Vec::new();
+    };
+    rows.flatten().collect()
+}
+
+/// Whether `sql` names `table` as a whole word (any letter case).
+fn names_table(sql: &str, table: &str) -> bool {
+    let lower = sql.to_ascii_lowercase();
+    let t = table.to_ascii_lowercase();
+    lower.match_indices(&t).any(|(i, _)| {
+        let before = lower[..i].chars().next_back();
+        let after = lower[i + t.len()..].chars().next();
+        let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !part(before) && !part(after)
+    })
+}
+
+/// How `holder` joins one of the tables `used` by a query, as `holder.col = used.col`: a
+/// foreign key either way, else a shared id-like column (`book_id` in both), else the
+/// `customer_id` → `customers.id` convention either way. A bare `id` is each table's own key,
+/// never a link by itself.
+fn join_on(conn: &Connection, holder: &str, used: &[&String]) -> Option<String> {
+    let id_like = |c: &str| {
+        let c = c.to_ascii_lowercase();
+        c != "id"
+            && ["id", "_no", "code", "_key", "_num"]
+                .iter()
+                .any(|e| c.ends_with(e))
+    };
+    let has = |cols: &[String], c: &str| cols.iter().any(|t| t.eq_ignore_ascii_case(c));
+    let stem = |t: &str| {
+        let t = t.to_ascii_lowercase();
+        t.strip_suffix('s').map(str::to_string).unwrap_or(t)
+    };
+    let theirs = table_columns(conn, holder);
+    for q in used {
+        for (from, to_table, to) in foreign_keys(conn, q) {
+            if to_table.eq_ignore_ascii_case(holder) {
+                let to = to.unwrap_or_else(|| from.clone());
+                return Some(format!("{holder}.{to} = {q}.{from}"));
+            }
+        }
+        for (from, to_table, to) in foreign_keys(conn, holder) {
+            if to_table.eq_ignore_ascii_case(q) {
+                let to = to.unwrap_or_else(|| from.clone());
+                return Some(format!("{holder}.{from} = {q}.{to}"));
+            }
+        }
+        let ours = table_columns(conn, q);
+        if let Some(c) = ours.iter().find(|c| id_like(c) && has(&theirs, c)) {
+            return Some(format!("{holder}.{c} = {q}.{c}"));
+        }
+        let key = format!("{}_id", stem(holder));
+        if has(&theirs, "id") && has(&ours, &key) {
+            return Some(format!("{holder}.id = {q}.{key}"));
+        }
+        let key = format!("{}_id", stem(q));
+        if has(&ours, "id") && has(&theirs, &key) {
+            return Some(format!("{holder}.{key} = {q}.id"));
+        }
+    }
+    None
+}
+
+/// For "no such column: X" where X is a column of a table the query does not name: which
+/// table holds it and how that table joins one the query does name ([`join_on`]; a holder
+/// that joins is preferred), as the hint of the error. The 1.5B model asked the loans table
+/// for `title` and, told only the loans columns, counted rows of the books table instead.
+fn join_hint(conn: &Connection, sql: &str, tables: &[String], missing: &str) -> Option<String> {
+    let column = missing.rsplit('.').next()?.trim_matches('"');
+    let used: Vec<&String> = tables.iter().filter(|t| names_table(sql, t)).collect();
+    if used.is_empty() {
+        return None;
+    }
+    let holders: Vec<&String> = tables
+        .iter()
+        .filter(|t| !used.contains(t))
+        .filter(|t| {
+            table_columns(conn, t)
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case(column))
+        })
+        .collect();
+    let (holder, link) = holders
+        .iter()
+        .find_map(|h| join_on(conn, h, &used).map(|on| (*h, Some(on))))
+        .or_else(|| holders.first().map(|h| (*h, None)))?;
+    let others: Vec<&str> = holders
+        .iter()
+        .filter(|h| **h != holder)
+        .map(|h| h.as_str())
+        .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" (also in {})", others.join(", "))
+    };
+    Some(match link {
+        Some(on) => format!(
+            "{column} is a column of {holder}{others}, which the query does not name: join it, \
+             JOIN {holder} ON {on}"
+        ),
+        None => format!(
+            "{column} is a column of {holder}{others}, which the query does not name: select \
+             from {holder}, or join it"
+        ),
+    })
 }
 
 impl Tool for SqlTool {
@@ -946,7 +1100,8 @@ impl Tool for SqlTool {
         format!(
             "The user's database (SQLite) with {tables}. Use it for any question about \
              these records (names, prices, amounts, counts, dates). Runs one read-only SQL query \
-             and returns the rows as a table (at most {} rows). The tables:\n{}",
+             and returns the rows as a table (at most {} rows). To answer who or which, select \
+             the name (joining the table that holds it), not only an id. The tables:\n{}",
             self.options.max_rows, self.schema
         )
     }

@@ -88,9 +88,78 @@ fn unknown_tables_and_columns_list_what_exists() {
         e.message
     );
     assert!(e.message.contains("customers.city"), "{}", e.message);
+    // A column of a table the query does not name: the hint says which and how to join it.
+    let e = sql(&reg, "SELECT name, qty FROM orders").unwrap_err();
+    assert_eq!(
+        e.hint.as_deref(),
+        Some(
+            "name is a column of customers (also in products), which the query does not name: \
+             join it, JOIN customers ON customers.id = orders.customer_id"
+        )
+    );
     let e = sql(&reg, "SELEKT 1").unwrap_err();
     assert_eq!(e.class, ErrorClass::InvalidInput);
     assert!(e.hint.is_some());
+}
+
+#[test]
+fn a_column_of_another_table_is_answered_with_the_join_its_keys_give() {
+    // Regression: asked `SELECT title, COUNT(*) FROM loans GROUP BY title`, the 1.5B model was
+    // told only the loans columns and counted rows of the books table instead of joining it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("library.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE books (book_id INTEGER PRIMARY KEY, title TEXT);
+         CREATE TABLE loans (loan_id INTEGER PRIMARY KEY,
+                             book_id INTEGER REFERENCES books(book_id), member_no INTEGER);
+         INSERT INTO books VALUES (1, 'Ice Maps');
+         INSERT INTO loans VALUES (1, 1, 7);",
+    )
+    .unwrap();
+    drop(conn);
+    let reg = sql_registry(&path);
+    let e = sql(&reg, "SELECT title, COUNT(*) FROM loans GROUP BY title").unwrap_err();
+    assert!(
+        e.message.starts_with("no such column: title"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        e.hint.as_deref(),
+        Some(
+            "title is a column of books, which the query does not name: join it, \
+             JOIN books ON books.book_id = loans.book_id"
+        )
+    );
+    // A column no table has keeps the plain hint.
+    let e = sql(&reg, "SELECT author FROM loans").unwrap_err();
+    assert_eq!(e.hint.as_deref(), Some("use one of the listed columns"));
+}
+
+#[test]
+fn sample_rows_before_a_task_say_how_many_rows_the_table_has() {
+    // Regression: shown three sample rows of the members table, the 1.5B model named the
+    // oldest of those three as the oldest member, without a query.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("members.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("CREATE TABLE members (member_no INTEGER PRIMARY KEY, dob TEXT);")
+        .unwrap();
+    for i in 0..40 {
+        conn.execute(
+            "INSERT INTO members VALUES (?1, ?2)",
+            rusqlite::params![i, format!("19{:02}-01-01", 40 + i)],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let tool = SqlTool::open(&path, SqlOptions::default()).unwrap();
+    let context = tool.context_for("Who is the oldest member?").unwrap();
+    assert!(
+        context.contains("-- members: 3 of its 40 rows (query for the others)"),
+        "{context}"
+    );
 }
 
 #[test]
