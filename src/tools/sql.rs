@@ -100,10 +100,11 @@ const SAMPLE_TABLES: usize = 2;
 /// How many rows of each such table it shows.
 const SAMPLE_ROWS: usize = 3;
 
-/// How the heading of a table's sample rows in a task's context ends when they are not all of
-/// its rows (`-- members: 3 of its 17 rows (query for the others)`): the evidence check reads
-/// it to tell values seen only in such a sample ([`crate::agent::evidence::from_sample`]).
-pub const PARTIAL_SAMPLE: &str = " rows (query for the others)";
+/// How the heading of a table's sample rows in a task's context ends when they are not all the
+/// rows they stand for (`-- members: 3 of its 17 rows (query for the others)`, `-- visit: 3 of
+/// the 12 rows that hold the task's words (query for the others)`): the evidence check reads it
+/// to tell values seen only in such a sample ([`crate::agent::evidence::from_sample`]).
+pub const PARTIAL_SAMPLE: &str = "(query for the others)";
 
 /// Room kept in a result for the line that counts the rows not shown.
 const ROW_NOTE_CHARS: usize = 200;
@@ -335,18 +336,20 @@ impl SqlTool {
                 .join(" OR ");
             let matching = format!("SELECT * FROM {quoted} WHERE {any_word} LIMIT {SAMPLE_ROWS}");
             let first = format!("SELECT * FROM {quoted} LIMIT {SAMPLE_ROWS}");
-            let shown = match self.query(&matching) {
-                Ok(r) if !r.contains("(no rows)") => r,
+            let (shown, which) = match self.query(&matching) {
+                Ok(r) if !r.contains("(no rows)") => (r, format!(" WHERE {any_word}")),
                 _ => match self.query(&first) {
-                    Ok(r) => r,
+                    Ok(r) => (r, String::new()),
                     Err(_) => continue,
                 },
             };
-            // How many rows the table has, so that a few shown rows are not taken for all of
-            // them: asked for the oldest member, the 1.5B model named the oldest of the three
-            // sample rows.
+            // How many rows there are of what is shown (those that hold the task's words, or
+            // the whole table), so that a few shown rows are not taken for all of them: asked
+            // for the oldest member, the 1.5B model named the oldest of three shown members.
+            // When every row holding the task's words is shown (the one Repair Kit row), they
+            // are the whole story of what the task names, and no note is added.
             let count = self
-                .query(&format!("SELECT COUNT(*) FROM {quoted}"))
+                .query(&format!("SELECT COUNT(*) FROM {quoted}{which}"))
                 .ok()
                 .and_then(|r| r.lines().nth(1).and_then(|l| l.trim().parse::<u64>().ok()));
             // The lines after the header, less the notes in parentheses.
@@ -356,8 +359,13 @@ impl SqlTool {
                 .filter(|l| !l.starts_with('('))
                 .count() as u64;
             let heading = match count {
+                Some(n) if n > listed && which.is_empty() => {
+                    format!("-- {t}: {listed} of its {n} rows {PARTIAL_SAMPLE}")
+                }
                 Some(n) if n > listed => {
-                    format!("-- {t}: {listed} of its {n}{PARTIAL_SAMPLE}")
+                    format!(
+                        "-- {t}: {listed} of the {n} rows that hold the task's words {PARTIAL_SAMPLE}"
+                    )
                 }
                 _ => format!("-- {t}"),
             };

@@ -144,22 +144,44 @@ fn sample_rows_before_a_task_say_how_many_rows_the_table_has() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("members.sqlite");
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("CREATE TABLE members (member_no INTEGER PRIMARY KEY, dob TEXT);")
-        .unwrap();
+    conn.execute_batch(
+        "CREATE TABLE members (member_no INTEGER PRIMARY KEY, name TEXT, dob TEXT);",
+    )
+    .unwrap();
     for i in 0..40 {
+        let name = if i == 39 {
+            "Zed".to_string()
+        } else if i < 10 {
+            format!("Ann {i}")
+        } else {
+            format!("Bob {i}")
+        };
         conn.execute(
-            "INSERT INTO members VALUES (?1, ?2)",
-            rusqlite::params![i, format!("19{:02}-01-01", 40 + i)],
+            "INSERT INTO members VALUES (?1, ?2, ?3)",
+            rusqlite::params![i, name, format!("19{:02}-01-01", 40 + i)],
         )
         .unwrap();
     }
     drop(conn);
     let tool = SqlTool::open(&path, SqlOptions::default()).unwrap();
+    // No row holds the task's words: the first rows, out of the whole table.
     let context = tool.context_for("Who is the oldest member?").unwrap();
     assert!(
         context.contains("-- members: 3 of its 40 rows (query for the others)"),
         "{context}"
     );
+    // Rows that hold the task's words, more than are shown.
+    let context = tool.context_for("Which Ann is the oldest member?").unwrap();
+    assert!(
+        context.contains(
+            "-- members: 3 of the 10 rows that hold the task's words (query for the others)"
+        ),
+        "{context}"
+    );
+    // Every row that holds them is shown: nothing is left out of what the task names.
+    let context = tool.context_for("When was the member Zed born?").unwrap();
+    assert!(context.contains("-- members\n"), "{context}");
+    assert!(context.contains("39 | Zed | 1979-01-01"), "{context}");
 }
 
 #[test]
