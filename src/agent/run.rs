@@ -94,22 +94,16 @@ struct Rounds {
 
 /// The values of `answer`, and of the calculator expressions of `rounds` ((expression,
 /// observation) each), that appear only in sample rows of the context `notes`
-/// ([`super::evidence::from_sample`]). An expression is checked against everything but the
-/// calculator's own results, which echo it; the answer against every result.
+/// ([`super::evidence::from_sample`]), not in what the model was `told` (the task, facts,
+/// earlier turns) nor in a tool's result. An expression is checked against every result but
+/// the calculator's own, which echo it; the answer against every result.
 fn sampled_values(
     answer: &str,
-    task: &str,
-    ctx: &TaskContext,
+    told: &[&str],
     notes: &[&str],
     rounds: &[(Option<&str>, &str)],
 ) -> Vec<String> {
-    let mut elsewhere: Vec<&str> = vec![task];
-    elsewhere.extend(ctx.facts.iter().map(String::as_str));
-    elsewhere.extend(
-        ctx.history
-            .iter()
-            .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
-    );
+    let mut elsewhere: Vec<&str> = told.to_vec();
     elsewhere.extend(rounds.iter().filter(|(e, _)| e.is_none()).map(|(_, o)| *o));
     let mut found: Vec<String> = Vec::new();
     for e in rounds.iter().filter_map(|(e, _)| *e) {
@@ -806,14 +800,16 @@ impl<P: Policy> Agent<P> {
             .trim()
             .to_string();
         if self.options.evidence_check && !last_round && !st.evidence_checked {
-            let mut base: Vec<&str> = vec![task];
-            base.extend(st.notes.iter().map(String::as_str));
-            base.extend(ctx.facts.iter().map(String::as_str));
-            base.extend(
+            // What the model was told apart from the tools: the task, facts, earlier turns.
+            let mut told: Vec<&str> = vec![task];
+            told.extend(ctx.facts.iter().map(String::as_str));
+            told.extend(
                 ctx.history
                     .iter()
                     .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
             );
+            let notes: Vec<&str> = st.notes.iter().map(String::as_str).collect();
+            let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
             let steps: Vec<Option<Value>> = st.texts[st.plan_rounds..]
                 .iter()
                 .map(|r| serde_json::from_str(&r.step).ok())
@@ -833,8 +829,7 @@ impl<P: Policy> Agent<P> {
             let missing = checked.unsupported;
             let flagged = if missing.is_empty() {
                 // Values seen only in a few sample rows of a table are no evidence either.
-                let notes: Vec<&str> = st.notes.iter().map(String::as_str).collect();
-                let sampled = sampled_values(&answer, task, ctx, &notes, &rounds);
+                let sampled = sampled_values(&answer, &told, &notes, &rounds);
                 (!sampled.is_empty()).then(|| {
                     let message = super::evidence::sample_message(&sampled);
                     (sampled, message)
