@@ -939,14 +939,11 @@ fn words_of(s: &str) -> Vec<String> {
     out
 }
 
-/// `table.column` for every column of the tables whose names appear in `sql`.
+/// `table.column` for every column of the tables `sql` names as whole words ([`names_table`]:
+/// `visit_id` does not name the table `visit`).
 fn columns_of_named_tables(conn: &Connection, sql: &str, tables: &[String]) -> Vec<String> {
-    let lower = sql.to_ascii_lowercase();
     let mut out = Vec::new();
-    for t in tables {
-        if !lower.contains(&t.to_ascii_lowercase()) {
-            continue;
-        }
+    for t in tables.iter().filter(|t| names_table(sql, t)) {
         out.extend(
             table_columns(conn, t)
                 .into_iter()
