@@ -14,8 +14,9 @@ pub(super) struct Unpacked {
     pub(super) m: f32,
 }
 
+/// The f16 at `p` as `f32`.
 #[inline(always)]
-unsafe fn half(p: *const u8) -> f32 {
+pub(super) unsafe fn half(p: *const u8) -> f32 {
     let bits = (p as *const u16).read_unaligned();
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
 }
@@ -207,7 +208,7 @@ const PREFETCH_BYTES: usize = 3072;
 /// Asks for the cache lines of the `len` bytes [`PREFETCH_BYTES`] past `p` (a hint: the
 /// address may lie past the end of the data; it is never read).
 #[inline(always)]
-unsafe fn prefetch(p: *const u8, len: usize) {
+pub(super) unsafe fn prefetch(p: *const u8, len: usize) {
     let ahead = p.wrapping_add(PREFETCH_BYTES) as *const i8;
     let mut at = 0;
     while at < len {
@@ -220,7 +221,7 @@ unsafe fn prefetch(p: *const u8, len: usize) {
 /// `p`) as `[sc0..sc7, m0..m7]`, one byte each: the unpacking of
 /// [`super::scalar::scale_min_q4k`] done four bytes at a time.
 #[inline(always)]
-unsafe fn scales_mins_q4k(p: *const u8) -> [u32; 4] {
+pub(super) unsafe fn scales_mins_q4k(p: *const u8) -> [u32; 4] {
     const LOW6: u32 = 0x3f3f_3f3f;
     const LOW4: u32 = 0x0f0f_0f0f;
     const LOW2: u32 = 0x0303_0303;

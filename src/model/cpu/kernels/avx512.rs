@@ -1,9 +1,11 @@
-//! The AVX-512 VNNI kernels on the pair layout ([`super::pair_layout`]): `vpdpbusd` over two
-//! blocks at a time, and the prepacked rows used during prefill. Every function here needs
-//! the features its attribute names; callers check them with [`super::Isa::detect`].
+//! The AVX-512 VNNI kernels: for the 32-value block formats, `vpdpbusd` over two blocks at a
+//! time on the pair layout ([`super::pair_layout`]) and the prepacked rows used during
+//! prefill; for the K-quants, 64 values per 512-bit register on the stored super-blocks.
+//! Every function here needs the features its attribute names; callers check them with
+//! [`super::Isa::detect`].
 
-use super::avx2::unpack;
-use super::{Format, XPtrs, V512};
+use super::avx2::{half, prefetch, scales_mins_q4k, unpack};
+use super::{Format, KFormat, KPtrs, XPtrs, QK_K, V512};
 use std::arch::x86_64::*;
 
 /// Two weight blocks as one 512-bit vector of signed bytes, interleaved four bytes at a
@@ -226,6 +228,172 @@ pub(super) unsafe fn dot_prepacked<const R: usize, const T: usize>(
         for t in 0..T {
             out[r][t] = _mm512_reduce_add_ps(acc[r][t]);
         }
+    }
+    out
+}
+
+/// Index vectors for `vpermw` that spread 16-bit scales over the 32 16-bit lanes of a
+/// `vpmaddubsw` result: lane `i` of vector `v` takes scale `per·v + i / (32 / per)`, for
+/// `per` scales per 64 values (2 for Q4_K's 32-value sub-blocks, 4 for Q6_K's 16-value ones).
+/// Constants, so that a kernel call only loads them.
+const fn scale_index(per: usize) -> [[i16; 32]; 4] {
+    let mut out = [[0i16; 32]; 4];
+    let mut v = 0;
+    while v < 4 {
+        let mut i = 0;
+        while i < 32 {
+            out[v][i] = (per * v + i / (32 / per)) as i16;
+            i += 1;
+        }
+        v += 1;
+    }
+    out
+}
+
+/// [`scale_index`] for Q4_K (two 32-value sub-blocks per 64 values).
+static Q4K_SCALE_INDEX: [[i16; 32]; 4] = scale_index(2);
+/// [`scale_index`] for Q6_K (four 16-value sub-blocks per 64 values).
+static Q6K_SCALE_INDEX: [[i16; 32]; 4] = scale_index(4);
+
+/// The four index vectors of `table`.
+#[inline(always)]
+unsafe fn load_index(table: &[[i16; 32]; 4]) -> [__m512i; 4] {
+    [
+        _mm512_loadu_si512(table[0].as_ptr() as *const _),
+        _mm512_loadu_si512(table[1].as_ptr() as *const _),
+        _mm512_loadu_si512(table[2].as_ptr() as *const _),
+        _mm512_loadu_si512(table[3].as_ptr() as *const _),
+    ]
+}
+
+/// Q4_K weights against Q8_K activations for `T` tokens, as [`super::avx2`]'s kernel but 64
+/// values per instruction: the 32 packed bytes of two sub-blocks become one register of
+/// nibbles (low nibbles, the first sub-block, in the low half), multiplied with 64
+/// activations (`vpmaddubsw`) and weighted by the two 6-bit scales while accumulating
+/// (`vpdpwssd`): two instructions per 64 values and token.
+#[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
+#[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+pub(super) unsafe fn dot_q4k<const T: usize>(
+    p: *const u8,
+    blocks: usize,
+    x: &KPtrs<T>,
+) -> [f32; T] {
+    let mut acc = [_mm512_setzero_ps(); T];
+    let mut accm = [_mm_setzero_ps(); T];
+    let low4 = _mm512_set1_epi8(0x0F);
+    let index = load_index(&Q4K_SCALE_INDEX);
+    for b in 0..blocks {
+        let blk = p.add(b * KFormat::Q4K.block_bytes());
+        // Prefill (several tokens) reads rows that are in cache already (see the matmul's row
+        // groups); asking for them again cost about 3%.
+        if T == 1 {
+            prefetch(blk, KFormat::Q4K.block_bytes());
+        }
+        let d = half(blk);
+        let dmin = half(blk.add(2));
+        let sm = scales_mins_q4k(blk.add(4));
+        let sc8 = _mm_cvtsi64_si128(((sm[1] as u64) << 32 | sm[0] as u64) as i64);
+        let sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sc8));
+        let m8 = _mm_cvtsi64_si128(((sm[3] as u64) << 32 | sm[2] as u64) as i64);
+        let mins = _mm_cvtepu8_epi16(m8);
+        let mut sumi = [_mm512_setzero_si512(); T];
+        for j in 0..4 {
+            let raw = _mm256_loadu_si256(blk.add(16 + 32 * j) as *const __m256i);
+            let both =
+                _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
+            let w = _mm512_and_si512(both, low4);
+            let scale = _mm512_permutexvar_epi16(index[j], sc16);
+            for t in 0..T {
+                let xv = _mm512_loadu_si512(x.qs[t].add(b * QK_K + 64 * j) as *const _);
+                sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(w, xv), scale);
+            }
+        }
+        for t in 0..T {
+            let dx = *x.d[t].add(b);
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d * dx), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+            // Sums of 32 values (pairs of 16), against the eight minimums.
+            let bs = x.bsums[t].add(b * 16);
+            let b0 = _mm_loadu_si128(bs as *const __m128i);
+            let b1 = _mm_loadu_si128(bs.add(8) as *const __m128i);
+            let prod = _mm_madd_epi16(mins, _mm_hadd_epi16(b0, b1));
+            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * dx), _mm_cvtepi32_ps(prod), accm[t]);
+        }
+    }
+    let mut out = [0f32; T];
+    for t in 0..T {
+        let m = _mm_add_ps(accm[t], _mm_movehl_ps(accm[t], accm[t]));
+        let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[t] = _mm512_reduce_add_ps(acc[t]) - _mm_cvtss_f32(m);
+    }
+    out
+}
+
+/// Q6_K weights against Q8_K activations for `T` tokens, as [`super::avx2`]'s kernel but 64
+/// values per instruction: per 128 values, the 64 bytes of low nibbles and the 32 of high bit
+/// pairs (with a copy shifted by two in the high half) make two registers of 6-bit values,
+/// each multiplied with 64 activations (`vpmaddubsw`) and weighted by its four 16-value
+/// scales while accumulating (`vpdpwssd`). The −32 offset of the values is taken out once
+/// per super-block with the activations' 16-value sums.
+#[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
+#[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+pub(super) unsafe fn dot_q6k<const T: usize>(
+    p: *const u8,
+    blocks: usize,
+    x: &KPtrs<T>,
+) -> [f32; T] {
+    let mut acc = [_mm512_setzero_ps(); T];
+    let low4 = _mm512_set1_epi8(0x0F);
+    let bits = |m: i8| _mm512_set1_epi8(m);
+    let index = load_index(&Q6K_SCALE_INDEX);
+    for b in 0..blocks {
+        let blk = p.add(b * KFormat::Q6K.block_bytes());
+        if T == 1 {
+            prefetch(blk, KFormat::Q6K.block_bytes());
+        }
+        let d = half(blk.add(208));
+        let sc_raw = _mm_loadu_si128(blk.add(192) as *const __m128i);
+        let sc16y = _mm256_cvtepi8_epi16(sc_raw);
+        let sc16 = _mm512_castsi256_si512(sc16y);
+        let mut sumi = [_mm512_setzero_si512(); T];
+        for t in 0..T {
+            let bs = _mm256_loadu_si256(x.bsums[t].add(b * 16) as *const __m256i);
+            // −32 · Σ scale · bsum, in the low eight 32-bit lanes.
+            let off = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16y), 5);
+            sumi[t] = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), off));
+        }
+        for n in 0..2 {
+            let ql = _mm512_loadu_si512(blk.add(64 * n) as *const _);
+            let qh = _mm256_loadu_si256(blk.add(128 + 32 * n) as *const __m256i);
+            let qhh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+            // Values 0..64 of this half (low nibbles, high bits 0-1 and 2-3), then 64..128
+            // (high nibbles, high bits 4-5 and 6-7).
+            let runs = [
+                _mm512_or_si512(
+                    _mm512_and_si512(ql, low4),
+                    _mm512_slli_epi16(_mm512_and_si512(qhh, bits(0x03)), 4),
+                ),
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                    _mm512_and_si512(qhh, bits(0x30)),
+                ),
+            ];
+            for (k, &q) in runs.iter().enumerate() {
+                let scale = _mm512_permutexvar_epi16(index[2 * n + k], sc16);
+                for t in 0..T {
+                    let xv =
+                        _mm512_loadu_si512(x.qs[t].add(b * QK_K + 128 * n + 64 * k) as *const _);
+                    sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(q, xv), scale);
+                }
+            }
+        }
+        for t in 0..T {
+            let dx = *x.d[t].add(b);
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d * dx), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    let mut out = [0f32; T];
+    for t in 0..T {
+        out[t] = _mm512_reduce_add_ps(acc[t]);
     }
     out
 }

@@ -9,7 +9,12 @@
 //! weight block is loaded and unpacked once for up to four tokens. There are three
 //! implementations, chosen at run time ([`Isa::detect`]): AVX-512 VNNI (`vpdpbusd`), AVX2
 //! (`vpmaddubsw` + `vpmaddwd`) and portable scalar code, which is also the reference the
-//! tests compare the others with.
+//! tests compare the others with. On AVX-512 machines one token of a 32-value block format
+//! (decode) goes to the AVX2 kernel, which measured faster there (see [`dot_raw`]).
+//!
+//! The K-quants (Q4_K, Q6_K) are computed on their stored 256-value super-blocks against
+//! activations quantized as ggml's Q8_K ([`Q8KRow`]), with AVX-512 (64 values per
+//! instruction, `vpmaddubsw` + `vpdpwssd`), AVX2 and scalar kernels.
 //!
 //! One file per instruction set: `scalar` (portable, and the reference), `avx2` and
 //! `avx512` (x86-64 only). This file holds what they share: the instruction-set detection,
@@ -309,9 +314,14 @@ pub unsafe fn dot_raw<const T: usize>(
 ) -> [f32; T] {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512Vnni => avx512::dot_pairs(format, row, blocks, x),
+        Isa::Avx512Vnni if T > 1 => avx512::dot_pairs(format, row, blocks, x),
+        // One token (decode) on AVX-512 takes the AVX2 kernel: with nothing to share between
+        // tokens, the pair layout's extra `vpdpbusd` per pair (for the +128 offset) and its
+        // unpacking cost more than 512-bit lanes save. On a 2-core Intel Xeon with AVX-512
+        // VNNI, decode ran at 93 (smollm2-135m) and 26 (qwen2.5-coder-0.5b) tok/s with the
+        // pair kernel against 157 and 37 with this one (`cairn bench -p 128 -n 64 -r 2`).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => avx2::dot_avx2(format, row, blocks, x),
+        Isa::Avx2 | Isa::Avx512Vnni => avx2::dot_avx2(format, row, blocks, x),
         _ => scalar::dot_scalar_raw(format, row, blocks, x),
     }
 }
@@ -519,11 +529,14 @@ pub unsafe fn dot_k_raw<const T: usize>(
     x: &KPtrs<T>,
 ) -> [f32; T] {
     match (isa, format) {
-        // AVX-512 machines run the AVX2 kernels for K-quants (every AVX-512 CPU has AVX2).
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx2 | Isa::Avx512Vnni, KFormat::Q4K) => avx2::dot_q4k(row, blocks, x),
+        (Isa::Avx512Vnni, KFormat::Q4K) => avx512::dot_q4k(row, blocks, x),
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx2 | Isa::Avx512Vnni, KFormat::Q6K) => avx2::dot_q6k(row, blocks, x),
+        (Isa::Avx512Vnni, KFormat::Q6K) => avx512::dot_q6k(row, blocks, x),
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2, KFormat::Q4K) => avx2::dot_q4k(row, blocks, x),
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2, KFormat::Q6K) => avx2::dot_q6k(row, blocks, x),
         _ => scalar::dot_k_scalar_raw(format, row, blocks, x),
     }
 }
