@@ -45,7 +45,7 @@ pub fn info() -> ToolInfo {
         name: REASON.to_string(),
         description: "Works the task out step by step in plain text, with every calculation checked by the calculator, and ends with the answer it found. \
                       Use it first for word problems and for any task that needs several steps of arithmetic or logic; then give the final_answer from it. \
-                      It sees the task and the tools' results so far, not the database or the documents: look things up first."
+                      It sees the task, what was shown before the first step and the tools' results so far, not the whole database or documents: look things up first."
             .to_string(),
         args_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
     }
@@ -56,15 +56,18 @@ const EARLIER_MAX_CHARS: usize = 1500;
 
 /// The reasoning's own conversation: what the task rests on (the session's earlier turns, as
 /// (task, answer), and the long-term facts found for it; the newest kept when they are long),
-/// the task, what the tools found so far (their shown results, oldest first, the newest kept
-/// when they are long), and the instruction. Without the earlier turns, "And how many would
-/// be left after selling 5 of them?" was reasoned about with no idea what "them" was.
+/// the task, what the tools found so far (what was `shown` before round 1, then the results
+/// of the calls in `found`, oldest first, the newest kept when they are long), and the
+/// instruction. Without the earlier turns, "And how many would be left after selling 5 of
+/// them?" was reasoned about with no idea what "them" was.
 pub fn messages(
     task: &str,
     history: &[(String, String)],
     facts: &[String],
+    shown: &[String],
     found: &[String],
 ) -> Vec<Message> {
+    let found: Vec<String> = shown.iter().chain(found).cloned().collect();
     let mut lines: Vec<String> = facts.iter().map(|f| format!("- {}", f.trim())).collect();
     if !lines.is_empty() {
         lines.insert(0, "Known facts:".to_string());
@@ -82,7 +85,7 @@ pub fn messages(
     }
     user.push_str(task.trim());
     if !found.is_empty() {
-        let kept = newest_within(found, FOUND_MAX_CHARS);
+        let kept = newest_within(&found, FOUND_MAX_CHARS);
         user.push_str("\n\nWhat the tools found:\n");
         for f in kept {
             user.push_str(f.trim());
@@ -287,12 +290,12 @@ mod tests {
 
     #[test]
     fn the_reasoning_sees_the_task_and_the_newest_results() {
-        let m = messages("How much?", &[], &[], &[]);
+        let m = messages("How much?", &[], &[], &[], &[]);
         assert_eq!(m.len(), 2);
         assert!(m[1].content.starts_with("How much?\n"));
         assert!(m[1].content.ends_with(INSTRUCTION));
         let old = "a".repeat(FOUND_MAX_CHARS);
-        let m = messages("How much?", &[], &[], &[old, "price\n32.5".into()]);
+        let m = messages("How much?", &[], &[], &[], &[old, "price\n32.5".into()]);
         assert!(m[1]
             .content
             .contains("What the tools found:\nprice\n32.5\n"));
@@ -316,6 +319,7 @@ mod tests {
             &history,
             &facts,
             &[],
+            &[],
         );
         let u = &m[1].content;
         assert!(u.starts_with("Known facts:\n- The shop is in Berlin.\nEarlier question: How many Floor Pumps are in stock?\nAnswer: There are 12 units"), "{u}");
@@ -324,10 +328,28 @@ mod tests {
         let long: Vec<(String, String)> = (0..100)
             .map(|i| (format!("question {i}"), "x".repeat(40)))
             .collect();
-        let u = &messages("Now?", &long, &[], &[])[1].content;
+        let u = &messages("Now?", &long, &[], &[], &[])[1].content;
         assert!(
             u.contains("question 99") && !u.contains("question 0\n"),
             "{u}"
         );
+    }
+
+    /// Regression: the reasoning priced a lost book at an assumed $20 while the sample rows
+    /// shown before round 1 held its replacement cost (24.5), and the passages the fee: it had
+    /// been shown only the results of calls.
+    #[test]
+    fn the_reasoning_sees_what_was_shown_before_the_first_step() {
+        let shown = [
+            "Passages of the user's documents:\n  For a lost item you pay its replacement cost plus a fee of 5 euros.".to_string(),
+            "-- books\ntitle | repl_cost\nThe River Oracle | 24.5".to_string(),
+        ];
+        let u = &messages("I lost The River Oracle. How much?", &[], &[], &shown, &[])[1].content;
+        assert!(u.contains("What the tools found:\nPassages"), "{u}");
+        assert!(u.contains("The River Oracle | 24.5\n"), "{u}");
+        // Results of calls come after it, and it is the first left out when they are long.
+        let call = format!("result {}", "x".repeat(FOUND_MAX_CHARS - 10));
+        let u = &messages("How much?", &[], &[], &shown, &[call])[1].content;
+        assert!(u.contains("result xxx") && !u.contains("24.5"), "{u}");
     }
 }

@@ -556,7 +556,7 @@ impl<P: Policy> Agent<P> {
             .iter()
             .map(|r| r.observation.clone())
             .collect();
-        let messages = super::reason::messages(task, &ctx.history, &ctx.facts, &found);
+        let messages = super::reason::messages(task, &ctx.history, &ctx.facts, &st.notes, &found);
         let start = Instant::now();
         st.guards.bench(REASON);
         let reasoned = self

@@ -298,6 +298,7 @@ fn reasoning_gets_the_calculators_value_after_each_equals_sign() {
         &[],
         &[],
         &[],
+        &[],
     );
     let r = policy
         .reason(&messages, 400)
