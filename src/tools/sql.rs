@@ -408,7 +408,13 @@ impl SqlTool {
         let start = self.epoch.elapsed();
         self.deadline
             .store((start + limit).as_nanos() as u64, Ordering::Relaxed);
-        let result = run_query(&conn, sql, &self.options);
+        let result = run_query(&conn, sql, &self.options).map(|r| {
+            // Under the same time limit as the query.
+            match name_lookup(&conn, sql, &self.tables, &r.ids_only, &self.options) {
+                Some(named) => format!("{}\n{named}", r.text),
+                None => r.text,
+            }
+        });
         self.deadline.store(u64::MAX, Ordering::Relaxed);
         result.map_err(|e| self.explain(&conn, sql, e))
     }
@@ -595,7 +601,18 @@ fn cut_chars(s: &str, max: usize) -> String {
     }
 }
 
-fn run_query(conn: &Connection, sql: &str, options: &SqlOptions) -> Result<String, QueryError> {
+/// A query's shown result, and, when it holds no text (a result of keys and numbers only:
+/// [`name_lookup`]), its id-like columns with the values shown in them.
+struct QueryResult {
+    text: String,
+    ids_only: Vec<(String, Vec<rusqlite::types::Value>)>,
+}
+
+fn run_query(
+    conn: &Connection,
+    sql: &str,
+    options: &SqlOptions,
+) -> Result<QueryResult, QueryError> {
     let max_rows = options.max_rows;
     let trimmed = sql.trim().trim_end_matches(';').trim();
     if trimmed.is_empty() {
@@ -641,6 +658,8 @@ fn run_query(conn: &Connection, sql: &str, options: &SqlOptions) -> Result<Strin
     let mut more: u64 = 0;
     let mut counting_stopped = false;
     let mut full = false;
+    let mut text_seen = false;
+    let mut keys: Vec<Vec<rusqlite::types::Value>> = vec![Vec::new(); shown_cols];
     loop {
         let row = match rows.next() {
             Ok(Some(r)) => r,
@@ -660,7 +679,14 @@ fn run_query(conn: &Connection, sql: &str, options: &SqlOptions) -> Result<Strin
         }
         let mut cells = Vec::with_capacity(shown_cols);
         for i in 0..shown_cols {
-            cells.push(cell(row.get_ref(i)?));
+            let v = row.get_ref(i)?;
+            text_seen |= matches!(v, ValueRef::Text(_)) && !id_like(&names[i]);
+            if id_like(&names[i]) && keys[i].len() < MAX_LOOKUP_KEYS {
+                if let Ok(key) = rusqlite::types::Value::try_from(v) {
+                    keys[i].push(key);
+                }
+            }
+            cells.push(cell(v));
         }
         let mut line = cells.join(" | ");
         if shown_cols < ncols {
@@ -700,7 +726,34 @@ fn run_query(conn: &Connection, sql: &str, options: &SqlOptions) -> Result<Strin
     } else if more > 0 {
         out.push_str(&format!("({more} more rows{why})\n"));
     }
-    Ok(out.trim_end().to_string())
+    let ids_only = if shown > 0 && !text_seen {
+        names
+            .iter()
+            .cloned()
+            .zip(keys)
+            .filter(|(n, k)| id_like(n) && !k.is_empty())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(QueryResult {
+        text: out.trim_end().to_string(),
+        ids_only,
+    })
+}
+
+/// Whether a column's name reads as a key (`member_no`, `book_id`, `branch_code`; not a bare
+/// `id`, which every table has).
+fn id_like(column: &str) -> bool {
+    let c = column
+        .rsplit('.')
+        .next()
+        .unwrap_or(column)
+        .to_ascii_lowercase();
+    c != "id"
+        && ["id", "_no", "code", "_key", "_num"]
+            .iter()
+            .any(|e| c.ends_with(e))
 }
 
 fn cell(v: ValueRef<'_>) -> String {
@@ -1004,13 +1057,6 @@ fn names_table(sql: &str, table: &str) -> bool {
 /// `customer_id` → `customers.id` convention either way. A bare `id` is each table's own key,
 /// never a link by itself.
 fn join_on(conn: &Connection, holder: &str, used: &[&String]) -> Option<String> {
-    let id_like = |c: &str| {
-        let c = c.to_ascii_lowercase();
-        c != "id"
-            && ["id", "_no", "code", "_key", "_num"]
-                .iter()
-                .any(|e| c.ends_with(e))
-    };
     let has = |cols: &[String], c: &str| cols.iter().any(|t| t.eq_ignore_ascii_case(c));
     let stem = |t: &str| {
         let t = t.to_ascii_lowercase();
@@ -1044,6 +1090,125 @@ fn join_on(conn: &Connection, holder: &str, used: &[&String]) -> Option<String> 
         }
     }
     None
+}
+
+/// Keys looked up for a result of keys and numbers only: at most this many per result.
+const MAX_LOOKUP_KEYS: usize = 10;
+
+/// For a result of keys and numbers only (`member_no | num_loans` → `1001 | 4`), where a key
+/// column is the key of a table the query does not name (its primary key, or `id` of the
+/// table a `customer_id` is named after) and that table has text columns: the rows of that
+/// table the shown keys point to, with up to three of its text columns, as a note under the
+/// result. The 1.5B model, asked who borrowed most, answered "Member 1001"; asked which
+/// member may not borrow, it made up a name for member 1014; told only which table to join,
+/// it answered the same.
+fn name_lookup(
+    conn: &Connection,
+    sql: &str,
+    tables: &[String],
+    ids: &[(String, Vec<rusqlite::types::Value>)],
+    options: &SqlOptions,
+) -> Option<String> {
+    let used: Vec<&String> = tables.iter().filter(|t| names_table(sql, t)).collect();
+    if used.is_empty() {
+        return None;
+    }
+    let quote = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
+    for (id, values) in ids {
+        let column = id.rsplit('.').next().unwrap_or(id);
+        let named_after = column
+            .to_ascii_lowercase()
+            .strip_suffix("_id")
+            .map(str::to_string);
+        for holder in tables.iter().filter(|t| !used.contains(t)) {
+            let info = column_types(conn, holder);
+            let h = holder.to_ascii_lowercase();
+            let key = if let Some((c, _, _)) = info
+                .iter()
+                .find(|(c, _, pk)| *pk && c.eq_ignore_ascii_case(column))
+            {
+                c.clone()
+            } else if named_after
+                .as_ref()
+                .is_some_and(|n| [n.clone(), format!("{n}s"), format!("{n}es")].contains(&h))
+            {
+                match info.iter().find(|(c, _, _)| c.eq_ignore_ascii_case("id")) {
+                    Some((c, _, _)) => c.clone(),
+                    None => continue,
+                }
+            } else {
+                continue;
+            };
+            let texts: Vec<&str> = info
+                .iter()
+                .filter(|(c, ty, _)| {
+                    let ty = ty.to_ascii_uppercase();
+                    (ty.contains("CHAR") || ty.contains("TEXT")) && !id_like(c)
+                })
+                .map(|(c, _, _)| c.as_str())
+                .take(3)
+                .collect();
+            if texts.is_empty() {
+                continue;
+            }
+            let marks = vec!["?"; values.len()].join(", ");
+            let lookup = format!(
+                "SELECT {}, {} FROM {} WHERE {} IN ({marks})",
+                quote(&key),
+                texts
+                    .iter()
+                    .map(|t| quote(t))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                quote(holder),
+                quote(&key),
+            );
+            let Ok(mut stmt) = conn.prepare(&lookup) else {
+                continue;
+            };
+            let Ok(mut rows) = stmt.query(rusqlite::params_from_iter(values.iter())) else {
+                continue;
+            };
+            let mut lines = vec![format!("{key} | {}", texts.join(" | "))];
+            while let Ok(Some(row)) = rows.next() {
+                let cells: Option<Vec<String>> = (0..=texts.len())
+                    .map(|i| row.get_ref(i).ok().map(cell))
+                    .collect();
+                let Some(cells) = cells else { break };
+                lines.push(cells.join(" | "));
+                if lines.len() > MAX_LOOKUP_KEYS {
+                    break;
+                }
+            }
+            if lines.len() < 2 {
+                continue;
+            }
+            let note = format!(
+                "({column} is the key of {holder}; its rows for these keys:)\n{}",
+                lines.join("\n")
+            );
+            return Some(cut_chars(&note, options.max_result_chars / 2));
+        }
+    }
+    None
+}
+
+/// (name, declared type, part of the primary key) of a table's columns.
+fn column_types(conn: &Connection, table: &str) -> Vec<(String, String, bool)> {
+    let q = format!("PRAGMA table_info(\"{}\")", table.replace('"', "\"\""));
+    let Ok(mut stmt) = conn.prepare(&q) else {
+        return Vec::new();
+    };
+    let Ok(rows) = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, i64>(5)? > 0,
+        ))
+    }) else {
+        return Vec::new();
+    };
+    rows.flatten().collect()
 }
 
 /// For "no such column: X" where X is a column of a table the query does not name: which

@@ -138,6 +138,68 @@ fn a_column_of_another_table_is_answered_with_the_join_its_keys_give() {
 }
 
 #[test]
+fn a_result_of_keys_only_shows_the_rows_its_keys_name() {
+    // Regression: asked who borrowed the most books, the 1.5B model selected `member_no,
+    // COUNT(*)` from loans and answered "Member 1001"; asked which member may not borrow, it
+    // made up a name for the member_no its query returned, even when told which table to join.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("library.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE members (member_no INTEGER PRIMARY KEY, first_nm TEXT, last_nm TEXT,
+                               fee REAL);
+         CREATE TABLE loans (loan_id INTEGER PRIMARY KEY, book_id INTEGER,
+                             member_no INTEGER REFERENCES members(member_no), loan_date TEXT);
+         INSERT INTO members VALUES (1001, 'Olivia', 'Grant', 14), (1002, 'Ben', 'Carter', 0);
+         INSERT INTO loans VALUES (1, 5, 1001, '2025-01-04'), (2, 6, 1001, '2025-01-05'),
+                                  (3, 7, 1002, '2025-01-06');",
+    )
+    .unwrap();
+    drop(conn);
+    let reg = sql_registry(&path);
+    let out = sql(
+        &reg,
+        "SELECT member_no, COUNT(*) AS n FROM loans GROUP BY member_no ORDER BY n DESC LIMIT 1",
+    )
+    .unwrap();
+    assert_eq!(
+        out.text,
+        "member_no | n\n1001 | 2\n(member_no is the key of members; its rows for these keys:)\n\
+         member_no | first_nm | last_nm\n1001 | Olivia | Grant"
+    );
+    let out = sql(&reg, "SELECT member_no FROM loans ORDER BY loan_id").unwrap();
+    assert!(
+        out.text.ends_with(
+            "member_no | first_nm | last_nm\n1001 | Olivia | Grant\n1002 | Ben | Carter"
+        ),
+        "{}",
+        out.text
+    );
+    // A result that names something, a count, a query of the key's own table, no rows: no note.
+    for q in [
+        "SELECT member_no, loan_date FROM loans WHERE loan_id = 1",
+        "SELECT COUNT(*) FROM loans",
+        "SELECT member_no FROM members WHERE fee > 1",
+        "SELECT member_no FROM loans WHERE loan_id = 99",
+    ] {
+        let out = sql(&reg, q).unwrap().text;
+        assert!(!out.contains("is the key of"), "{q}: {out}");
+    }
+    // The customer_id -> customers.id convention, with no declared key.
+    let reg = sql_registry(&shop_db(dir.path()));
+    let out = sql(
+        &reg,
+        "SELECT customer_id, SUM(qty) FROM orders GROUP BY customer_id ORDER BY 2 DESC LIMIT 1",
+    )
+    .unwrap()
+    .text;
+    assert!(
+        out.contains("(customer_id is the key of customers; its rows for these keys:)\nid | name"),
+        "{out}"
+    );
+}
+
+#[test]
 fn sample_rows_before_a_task_say_how_many_rows_the_table_has() {
     // Regression: shown three sample rows of the members table, the 1.5B model named the
     // oldest of those three as the oldest member, without a query.
