@@ -83,6 +83,16 @@ impl SearchTool {
 
     /// Runs one search and renders the hits.
     pub fn search(&self, query: &str, top_k: usize) -> Result<String, ToolError> {
+        if let Some(marker) = sql_marker(query) {
+            return Err(ToolError::invalid(format!(
+                "the search query `{query}` is written like SQL ({marker}); search finds \
+                 passages of the documents by their words"
+            ))
+            .with_hint(
+                "search with a few plain words the documents would contain; questions about \
+                 the database's tables go to the sql tool",
+            ));
+        }
         let mut guard = self.index.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
             *guard = Some(Index::open_read_only(&self.path).map_err(to_tool_error)?);
@@ -111,6 +121,33 @@ impl SearchTool {
             .trim_end()
             .to_string())
     }
+}
+
+/// What makes `query` SQL rather than words, when it is: an upper-case SQL word that a
+/// sentence does not use in capitals (`SELECT`, `WHERE`, `NULL`, …) with a second sign of SQL
+/// (another such word, a `snake_case` name, a comparison). The 1.5B model searched the
+/// documents for `science AND author_name IS NULL`, got a passage about printing, and
+/// answered that no such book exists; the books were in the database.
+fn sql_marker(query: &str) -> Option<String> {
+    const WORDS: [&str; 9] = [
+        "SELECT", "FROM", "WHERE", "NULL", "JOIN", "LIKE", "GROUP", "ORDER", "COUNT",
+    ];
+    let tokens: Vec<&str> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '=' || c == '<' || c == '>'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let keywords: Vec<&str> = tokens
+        .iter()
+        .copied()
+        .filter(|t| WORDS.contains(t))
+        .collect();
+    let first = keywords.first()?;
+    let second = keywords.len() > 1
+        || tokens.iter().any(|t| {
+            t.contains('_') && t.chars().any(|c| c.is_ascii_lowercase())
+                || t.contains(['=', '<', '>'])
+        });
+    second.then(|| first.to_string())
 }
 
 fn to_tool_error(e: IndexError) -> ToolError {
@@ -191,5 +228,32 @@ impl Tool for SearchTool {
         let args: SearchArgs = parse_args(args)?;
         self.search(&args.query, (args.top_k as usize).clamp(1, 50))
             .map(Observation::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sql_marker;
+
+    #[test]
+    fn sql_in_a_search_query_is_told_apart_from_words() {
+        assert_eq!(
+            sql_marker("science AND author_name IS NULL").as_deref(),
+            Some("NULL")
+        );
+        assert_eq!(
+            sql_marker("SELECT title FROM books").as_deref(),
+            Some("SELECT")
+        );
+        assert!(sql_marker("price = 5 WHERE id").is_some());
+        for words in [
+            "overdue fine per day",
+            "what to do with a NULL pointer",
+            "ORDER of the day",
+            "select a branch from the list",
+            "late_fee policy",
+        ] {
+            assert_eq!(sql_marker(words), None, "{words}");
+        }
     }
 }
