@@ -282,7 +282,7 @@ impl SqlTool {
                     .chain(READ_PRAGMAS_QUERY)
                     .copied()
                     .collect();
-                super::sql_pattern::query_pattern(&names, &pragmas)
+                super::sql_pattern::query_pattern(&names, &pragmas, &|f| has_function(&conn, f))
             })
         } else {
             None
@@ -520,8 +520,70 @@ impl SqlTool {
                 .unwrap_or_else(|| "use one of the listed columns".to_string());
             return ToolError::invalid(msg).with_hint(hint);
         }
+        if let Some(name) = text.strip_prefix("no such function: ") {
+            return ToolError::invalid(format!("SQL error: {text}"))
+                .with_hint(function_hint(conn, name.trim()));
+        }
         ToolError::invalid(format!("SQL error: {text}"))
             .with_hint("fix the query; the tables and their columns are in the tool's description")
+    }
+}
+
+/// Whether the linked SQLite has the function `name` (prepared with one argument: only a
+/// missing function fails with "no such function"; a wrong argument count or a window
+/// function used alone fails otherwise).
+fn has_function(conn: &Connection, name: &str) -> bool {
+    match conn.prepare(&format!("SELECT {name}(1)")) {
+        Ok(_) => true,
+        Err(e) => !e.to_string().contains("no such function"),
+    }
+}
+
+/// The hint for "no such function: NAME": SQLite's way to do what another dialect's
+/// function does, else the functions it has.
+fn function_hint(conn: &Connection, name: &str) -> String {
+    let upper = name.to_ascii_uppercase();
+    let date = |part: &str, fmt: &str| {
+        format!(
+            "SQLite has no {upper}(); the {part} of a date column is strftime('{fmt}', col) \
+             (text: compare with '04', or CAST(strftime('{fmt}', col) AS INTEGER))"
+        )
+    };
+    match upper.as_str() {
+        "YEAR" => date("year", "%Y"),
+        "MONTH" => date("month", "%m"),
+        "DAY" | "DAYOFMONTH" => date("day", "%d"),
+        "EXTRACT" | "DATE_PART" | "DATEPART" | "TO_CHAR" | "DATE_FORMAT" => {
+            "SQLite has no such function; parts of a date column come from strftime('%Y', col), \
+             strftime('%m', col), strftime('%d', col)"
+                .to_string()
+        }
+        "DATEDIFF" | "DATE_DIFF" | "AGE" => "SQLite has no such function; days between two dates \
+             are julianday(a) - julianday(b)"
+            .to_string(),
+        "NOW" | "GETDATE" | "CURDATE" | "SYSDATE" => {
+            "SQLite has no such function; today is date('now')".to_string()
+        }
+        "MOD" => "the remainder is the % operator: a % b".to_string(),
+        "CONCAT" => "join text with the || operator: a || ' ' || b".to_string(),
+        "LEN" | "CHAR_LENGTH" => "the length of text is length(col)".to_string(),
+        "FLOOR" | "TRUNC" | "TRUNCATE" => {
+            "the whole part of a number is CAST(x AS INTEGER)".to_string()
+        }
+        "CEIL" | "CEILING" => {
+            "round up with CAST(x AS INTEGER) + (x > CAST(x AS INTEGER))".to_string()
+        }
+        _ => {
+            let have: Vec<&str> = super::sql_pattern::FUNCTIONS
+                .iter()
+                .copied()
+                .filter(|f| has_function(conn, f))
+                .collect();
+            format!(
+                "use one of SQLite's functions: {}",
+                have.join(", ").to_lowercase()
+            )
+        }
     }
 }
 

@@ -79,8 +79,10 @@ const KEYWORDS: &[&str] = &[
     "ROWID",
 ];
 
-/// SQLite's functions (core, date and time, aggregate, window, math).
-const FUNCTIONS: &[&str] = &[
+/// SQLite's functions (core, date and time, aggregate, window, math): those the linked SQLite
+/// has go into the pattern ([`query_pattern`]; the math ones, `MOD`, `FLOOR`, …, exist only in
+/// builds that enable them).
+pub const FUNCTIONS: &[&str] = &[
     "COUNT",
     "SUM",
     "AVG",
@@ -167,10 +169,16 @@ fn cases(word: &str) -> Vec<String> {
 }
 
 /// The pattern (anchored) for queries over a database whose tables and columns are `names`,
-/// and whose allowed pragmas are `pragmas`.
-pub fn query_pattern(names: &[String], pragmas: &[&str]) -> String {
+/// whose allowed pragmas are `pragmas`, and which has the [`FUNCTIONS`] for which
+/// `has_function` is true.
+pub fn query_pattern(
+    names: &[String],
+    pragmas: &[&str],
+    has_function: &dyn Fn(&str) -> bool,
+) -> String {
     let mut words: Vec<String> = Vec::new();
-    for w in KEYWORDS.iter().chain(FUNCTIONS) {
+    let functions = FUNCTIONS.iter().filter(|f| has_function(f));
+    for w in KEYWORDS.iter().chain(functions) {
         words.extend(cases(w));
     }
     let mut quoted: Vec<String> = Vec::new();
@@ -231,7 +239,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let p = query_pattern(&names, &["table_info"]);
+        let p = query_pattern(&names, &["table_info"], &|_| true);
         for ok in [
             "SELECT SUM(o.qty) FROM orders o",
             "select price from products where name = 'Helmet Pro'",
@@ -268,7 +276,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let p = query_pattern(&names, &[]);
+        let p = query_pattern(&names, &[], &|_| true);
         for ok in [
             "SELECT member_no, COUNT(*) AS num_loans FROM loans GROUP BY member_no ORDER BY num_loans DESC LIMIT 1",
             "SELECT member_no, SUM(copies) as total_copies FROM loans GROUP BY member_no HAVING total_copies > 2",
@@ -287,14 +295,14 @@ mod tests {
     #[test]
     fn names_that_need_quotes_can_be_written_quoted_only() {
         let names = vec!["order items".to_string(), "unit-price".to_string()];
-        let p = query_pattern(&names, &[]);
+        let p = query_pattern(&names, &[], &|_| true);
         assert!(matches(&p, "SELECT \"unit-price\" FROM \"order items\""));
         assert!(!matches(&p, "SELECT unit-price FROM order items"));
     }
 
     #[test]
     fn queries_are_bounded() {
-        let p = query_pattern(&["t".to_string()], &[]);
+        let p = query_pattern(&["t".to_string()], &[], &|_| true);
         let long = format!("SELECT {}", vec!["t"; MAX_WORDS + 2].join(", "));
         assert!(!matches(&p, &long));
         let literal = format!(

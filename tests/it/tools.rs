@@ -200,6 +200,59 @@ fn a_result_of_keys_only_shows_the_rows_its_keys_name() {
 }
 
 #[test]
+fn a_function_sqlite_lacks_is_neither_decodable_nor_unexplained() {
+    // Regression: told to use MONTH(visit_date), the 1.5B model wrote MOD(...), FLOOR(...) and
+    // TRUE(...) (the pattern listed the math functions, which this SQLite build lacks), was
+    // told only "fix the query" three times, and the circuit breaker ended the task unanswered.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("visits.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE visit (visit_id INTEGER PRIMARY KEY, visit_date TEXT, fee REAL);
+         INSERT INTO visit VALUES (1, '2025-04-02', 48), (2, '2025-05-03', 62);",
+    )
+    .unwrap();
+    let lacks = |f: &str| {
+        conn.prepare(&format!("SELECT {f}(1)"))
+            .err()
+            .is_some_and(|e| e.to_string().contains("no such function"))
+    };
+    let tool = SqlTool::open(&path, SqlOptions::default()).unwrap();
+    let pattern = tool.args_schema()["properties"]["query"]["pattern"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let re = regex::RegexBuilder::new(&pattern)
+        .size_limit(1 << 30)
+        .build()
+        .unwrap();
+    for f in ["MOD", "FLOOR", "ROUND", "STRFTIME"] {
+        let q = format!("SELECT {f}(fee) FROM visit");
+        assert_eq!(re.is_match(&q), !lacks(f), "{q}");
+    }
+    assert!(!lacks("ROUND") && !lacks("STRFTIME"));
+    let reg = sql_registry(&path);
+    let e = sql(
+        &reg,
+        "SELECT COUNT(*) FROM visit WHERE MONTH(visit_date) = 4",
+    )
+    .unwrap_err();
+    assert_eq!(e.message, "SQL error: no such function: MONTH");
+    assert!(
+        e.hint.as_deref().unwrap().contains("strftime('%m', col)"),
+        "{e:?}"
+    );
+    let e = sql(&reg, "SELECT SHOUT(fee) FROM visit").unwrap_err();
+    assert!(
+        e.hint
+            .as_deref()
+            .unwrap()
+            .starts_with("use one of SQLite's functions: count, sum"),
+        "{e:?}"
+    );
+}
+
+#[test]
 fn sample_rows_before_a_task_say_how_many_rows_the_table_has() {
     // Regression: shown three sample rows of the members table, the 1.5B model named the
     // oldest of those three as the oldest member, without a query.
