@@ -282,7 +282,7 @@ impl SqlTool {
                     .chain(READ_PRAGMAS_QUERY)
                     .copied()
                     .collect();
-                super::sql_pattern::query_pattern(&names, &pragmas, &|f| has_function(&conn, f))
+                super::sql_pattern::query_pattern(&names, &pragmas)
             })
         } else {
             None
@@ -522,26 +522,16 @@ impl SqlTool {
         }
         if let Some(name) = text.strip_prefix("no such function: ") {
             return ToolError::invalid(format!("SQL error: {text}"))
-                .with_hint(function_hint(conn, name.trim()));
+                .with_hint(function_hint(name.trim()));
         }
         ToolError::invalid(format!("SQL error: {text}"))
             .with_hint("fix the query; the tables and their columns are in the tool's description")
     }
 }
 
-/// Whether the linked SQLite has the function `name` (prepared with one argument: only a
-/// missing function fails with "no such function"; a wrong argument count or a window
-/// function used alone fails otherwise).
-fn has_function(conn: &Connection, name: &str) -> bool {
-    match conn.prepare(&format!("SELECT {name}(1)")) {
-        Ok(_) => true,
-        Err(e) => !e.to_string().contains("no such function"),
-    }
-}
-
 /// The hint for "no such function: NAME": SQLite's way to do what another dialect's
-/// function does, else the functions it has.
-fn function_hint(conn: &Connection, name: &str) -> String {
+/// function does, else the functions for dates, numbers and text that it has.
+fn function_hint(name: &str) -> String {
     let upper = name.to_ascii_uppercase();
     let date = |part: &str, fmt: &str| {
         format!(
@@ -573,17 +563,12 @@ fn function_hint(conn: &Connection, name: &str) -> String {
         "CEIL" | "CEILING" => {
             "round up with CAST(x AS INTEGER) + (x > CAST(x AS INTEGER))".to_string()
         }
-        _ => {
-            let have: Vec<&str> = super::sql_pattern::FUNCTIONS
-                .iter()
-                .copied()
-                .filter(|f| has_function(conn, f))
-                .collect();
-            format!(
-                "use one of SQLite's functions: {}",
-                have.join(", ").to_lowercase()
-            )
-        }
+        _ => format!(
+            "SQLite has no {upper}(); its functions include, for dates, strftime('%Y', col), \
+             strftime('%m', col), date(col), julianday(col); for numbers, round(x, 2), abs(x), \
+             a % b, CAST(x AS INTEGER); for text, substr(s, start, n), instr(s, t), lower(s), \
+             a || b"
+        ),
     }
 }
 
