@@ -75,8 +75,9 @@ pub(super) unsafe fn unpack(format: Format, p: *const u8, vnni: bool) -> Unpacke
     }
 }
 
+/// The sum of the eight lanes of `v`.
 #[inline(always)]
-unsafe fn hsum(v: __m256) -> f32 {
+pub(super) unsafe fn hsum(v: __m256) -> f32 {
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_movehdup_ps(s));

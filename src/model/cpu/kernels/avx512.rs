@@ -4,7 +4,7 @@
 //! Every function here needs the features its attribute names; callers check them with
 //! [`super::Isa::detect`].
 
-use super::avx2::{half, prefetch, scales_mins_q4k, unpack};
+use super::avx2::{half, hsum, prefetch, scales_mins_q4k, unpack};
 use super::{Format, KFormat, KPtrs, XPtrs, QK_K, V512};
 use std::arch::x86_64::*;
 
@@ -278,7 +278,7 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
     blocks: usize,
     x: &KPtrs<T>,
 ) -> [f32; T] {
-    let mut acc = [_mm512_setzero_ps(); T];
+    let mut acc = [_mm256_setzero_ps(); T];
     let mut accm = [_mm_setzero_ps(); T];
     let low4 = _mm512_set1_epi8(0x0F);
     let index = load_index(&Q4K_SCALE_INDEX);
@@ -310,7 +310,8 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
         }
         for t in 0..T {
             let dx = *x.d[t].add(b);
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d * dx), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+            let sum8 = fold(sumi[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sum8), acc[t]);
             // Sums of 32 values (pairs of 16), against the eight minimums.
             let bs = x.bsums[t].add(b * 16);
             let b0 = _mm_loadu_si128(bs as *const __m128i);
@@ -323,7 +324,7 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
     for t in 0..T {
         let m = _mm_add_ps(accm[t], _mm_movehl_ps(accm[t], accm[t]));
         let m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[t] = _mm512_reduce_add_ps(acc[t]) - _mm_cvtss_f32(m);
+        out[t] = hsum(acc[t]) - _mm_cvtss_f32(m);
     }
     out
 }
@@ -341,7 +342,7 @@ pub(super) unsafe fn dot_q6k<const T: usize>(
     blocks: usize,
     x: &KPtrs<T>,
 ) -> [f32; T] {
-    let mut acc = [_mm512_setzero_ps(); T];
+    let mut acc = [_mm256_setzero_ps(); T];
     let low4 = _mm512_set1_epi8(0x0F);
     let bits = |m: i8| _mm512_set1_epi8(m);
     let index = load_index(&Q6K_SCALE_INDEX);
@@ -388,12 +389,24 @@ pub(super) unsafe fn dot_q6k<const T: usize>(
         }
         for t in 0..T {
             let dx = *x.d[t].add(b);
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d * dx), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+            let sum8 = fold(sumi[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sum8), acc[t]);
         }
     }
     let mut out = [0f32; T];
     for t in 0..T {
-        out[t] = _mm512_reduce_add_ps(acc[t]);
+        out[t] = hsum(acc[t]);
     }
     out
+}
+
+/// A super-block's sixteen 32-bit sums folded to eight (the high half added to the low one,
+/// exactly, in integers). Lane `k` then holds what lane `k` of the AVX2 kernel holds (the
+/// high half covers the second sub-block or run of each 64 values, which the AVX2 kernel adds
+/// into the same lane), so that the float part, done in eight lanes as there, gives the AVX2
+/// kernel's results to the last bit: greedy text does not change with the instruction set
+/// (with sixteen float lanes, a near-tie of the 1.5B's reference texts went the other way).
+#[inline(always)]
+unsafe fn fold(v: __m512i) -> __m256i {
+    _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1))
 }
