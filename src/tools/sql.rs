@@ -1055,14 +1055,10 @@ fn columns_of_named_tables(conn: &Connection, sql: &str, tables: &[String]) -> V
 
 /// The names of a table's columns.
 fn table_columns(conn: &Connection, table: &str) -> Vec<String> {
-    let q = format!("PRAGMA table_info(\"{}\")", table.replace('"', "\"\""));
-    let Ok(mut stmt) = conn.prepare(&q) else {
-        return Vec::new();
-    };
-    let Ok(names) = stmt.query_map([], |r| r.get::<_, String>(1)) else {
-        return Vec::new();
-    };
-    names.flatten().collect()
+    column_types(conn, table)
+        .into_iter()
+        .map(|(name, _, _)| name)
+        .collect()
 }
 
 /// The foreign keys of `table`: (its column, the table it points to, that table's column, or
