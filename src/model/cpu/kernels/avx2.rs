@@ -242,6 +242,25 @@ unsafe fn pick16(i: i32) -> __m256i {
     _mm256_set1_epi16((((i + 1) << 8) | i) as i16)
 }
 
+/// Q4_K's minimum term of one super-block and token, added to `acc`: the activations' sums of
+/// 32 values (pairs of its sixteen 16-value sums at `bsums`) against the eight 6-bit
+/// minimums, times `scale` (dmin · the activations' scale). Shared by the AVX2 and AVX-512
+/// kernels, so that both sum in the same order.
+#[inline(always)]
+pub(super) unsafe fn q4k_mins(mins: __m128i, bsums: *const i16, scale: f32, acc: __m128) -> __m128 {
+    let b0 = _mm_loadu_si128(bsums as *const __m128i);
+    let b1 = _mm_loadu_si128(bsums.add(8) as *const __m128i);
+    let prod = _mm_madd_epi16(mins, _mm_hadd_epi16(b0, b1));
+    _mm_fmadd_ps(_mm_set1_ps(scale), _mm_cvtepi32_ps(prod), acc)
+}
+
+/// The sum of the four lanes of `v`.
+#[inline(always)]
+pub(super) unsafe fn hsum4(v: __m128) -> f32 {
+    let m = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)))
+}
+
 /// Q4_K weights against Q8_K activations for `T` tokens: per 64 values one load of packed
 /// nibbles, split into two sub-blocks, each multiplied with the activations
 /// (`vpmaddubsw`) and weighted by its 6-bit scale (`vpmaddwd`) into 32-bit sums; one
@@ -287,19 +306,12 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
         for t in 0..T {
             let dx = *x.d[t].add(b);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            // Sums of 32 values (pairs of 16), against the eight minimums.
-            let bs = x.bsums[t].add(b * 16);
-            let b0 = _mm_loadu_si128(bs as *const __m128i);
-            let b1 = _mm_loadu_si128(bs.add(8) as *const __m128i);
-            let prod = _mm_madd_epi16(mins, _mm_hadd_epi16(b0, b1));
-            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * dx), _mm_cvtepi32_ps(prod), accm[t]);
+            accm[t] = q4k_mins(mins, x.bsums[t].add(b * 16), dmin * dx, accm[t]);
         }
     }
     let mut out = [0f32; T];
     for t in 0..T {
-        let m = _mm_add_ps(accm[t], _mm_movehl_ps(accm[t], accm[t]));
-        let m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[t] = hsum(acc[t]) - _mm_cvtss_f32(m);
+        out[t] = hsum(acc[t]) - hsum4(accm[t]);
     }
     out
 }

@@ -4,7 +4,7 @@
 //! Every function here needs the features its attribute names; callers check them with
 //! [`super::Isa::detect`].
 
-use super::avx2::{half, hsum, prefetch, scales_mins_q4k, unpack};
+use super::avx2::{half, hsum, hsum4, prefetch, q4k_mins, scales_mins_q4k, unpack};
 use super::{Format, KFormat, KPtrs, XPtrs, QK_K, V512};
 use std::arch::x86_64::*;
 
@@ -312,19 +312,12 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
             let dx = *x.d[t].add(b);
             let sum8 = fold(sumi[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sum8), acc[t]);
-            // Sums of 32 values (pairs of 16), against the eight minimums.
-            let bs = x.bsums[t].add(b * 16);
-            let b0 = _mm_loadu_si128(bs as *const __m128i);
-            let b1 = _mm_loadu_si128(bs.add(8) as *const __m128i);
-            let prod = _mm_madd_epi16(mins, _mm_hadd_epi16(b0, b1));
-            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * dx), _mm_cvtepi32_ps(prod), accm[t]);
+            accm[t] = q4k_mins(mins, x.bsums[t].add(b * 16), dmin * dx, accm[t]);
         }
     }
     let mut out = [0f32; T];
     for t in 0..T {
-        let m = _mm_add_ps(accm[t], _mm_movehl_ps(accm[t], accm[t]));
-        let m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[t] = hsum(acc[t]) - _mm_cvtss_f32(m);
+        out[t] = hsum(acc[t]) - hsum4(accm[t]);
     }
     out
 }
