@@ -83,9 +83,13 @@ fn no_call_when_no_function_fits_gives_the_text() {
 /// calling it does what the question asks. Primed by a list of functions, the 1.5B preset
 /// called one for 25 of the suite's 45 questions that no function fits; asked apart, the
 /// model's own yes-or-no sends back the ones it judges unfit.
+///
+/// Measured on the 1.5B preset, the one whose calls make the check by default. The 0.5B
+/// model's yes-or-no is a coin flip (0.48–0.59 for every pair): a first version of this test
+/// asserted on it and failed on AVX-512 machines, where "Mona Lisa, get_weather" came out
+/// 0.5085 instead of just under a half.
 #[test]
 fn the_fit_check_tells_a_fitting_function_from_one_that_is_not() {
-    let lm = crate::common::preset_model("qwen2.5-coder-0.5b").clone();
     let (fs, _) = functions::parse_functions(
         &std::fs::read_to_string(functions_file()).unwrap(),
         "functions.json",
@@ -93,6 +97,7 @@ fn the_fit_check_tells_a_fitting_function_from_one_that_is_not() {
     .unwrap();
     let weather = fs.iter().find(|f| f.name == "get_weather").unwrap();
     let email = fs.iter().find(|f| f.name == "send_email").unwrap();
+    let lm = crate::common::preset_model("qwen2.5-coder-1.5b").clone();
     let mut caller = FunctionCaller::new(lm, SamplingParams::default()).unwrap();
     let fits = caller
         .fit_probability("What is the weather in Paris?", weather)
@@ -103,16 +108,21 @@ fn the_fit_check_tells_a_fitting_function_from_one_that_is_not() {
     let wrong = caller
         .fit_probability("What is the weather in Paris?", email)
         .unwrap();
-    assert!(fits > 0.5, "weather in Paris, get_weather: {fits}");
-    assert!(unfit < 0.5, "Mona Lisa, get_weather: {unfit}");
-    assert!(
-        wrong < fits,
-        "weather in Paris, send_email {wrong} vs get_weather {fits}"
-    );
+    let email_fits = caller
+        .fit_probability("Send an email to Bob saying hi.", email)
+        .unwrap();
+    // Measured 0.79, 0.26, 0.35 and 0.76 on an AVX-512 machine: far from the line either way.
+    assert!(fits > 0.6, "weather in Paris, get_weather: {fits}");
+    assert!(email_fits > 0.6, "email to Bob, send_email: {email_fits}");
+    assert!(unfit < 0.4, "Mona Lisa, get_weather: {unfit}");
+    assert!(wrong < 0.4, "weather in Paris, send_email: {wrong}");
 
-    // A call that goes through reports its fit; with the check off, none is made.
-    // By default the 0.5B model makes no fit check: its yes-or-no was little better than chance.
-    assert!(!caller.fit_check(&CallOptions::default()));
+    // The 1.5B makes the check by default and reports its fit; with the check off, none is
+    // made. By default the 0.5B model makes no fit check: its yes-or-no is no better than chance.
+    assert!(caller.fit_check(&CallOptions::default()));
+    let small = crate::common::preset_model("qwen2.5-coder-0.5b").clone();
+    let small = FunctionCaller::new(small, SamplingParams::default()).unwrap();
+    assert!(!small.fit_check(&CallOptions::default()));
     for fit_check in [true, false] {
         let opts = CallOptions {
             fit_check: Some(fit_check),
@@ -123,7 +133,7 @@ fn the_fit_check_tells_a_fitting_function_from_one_that_is_not() {
             .unwrap();
         assert_eq!(r.output.calls[0].name, "get_weather");
         match r.fit_probability {
-            Some(p) => assert!(fit_check && p > 0.5, "{p}"),
+            Some(p) => assert!(fit_check && p > 0.6, "{p}"),
             None => assert!(!fit_check),
         }
     }
