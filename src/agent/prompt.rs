@@ -143,12 +143,23 @@ pub struct TaskContext {
 }
 
 /// What the tools listed in `infos` add to the message of `task`
-/// ([`crate::tools::Tool::context_for`]), as (tool, text) in the order of `infos`. The system text stays the
-/// same for every task; this is where a tool puts what it chose for this one.
-pub fn tool_context(tools: &ToolRegistry, infos: &[ToolInfo], task: &str) -> Vec<(String, String)> {
+/// ([`crate::tools::Tool::context_for`]), as (tool, text) in the order of `infos`; `ctx`'s
+/// last earlier turn, its answer first (what "his" or "it" most often refers to), is what a
+/// follow-up refers to. The system text stays the same for every task; this is where a tool
+/// puts what it chose for this one.
+pub fn tool_context(
+    tools: &ToolRegistry,
+    infos: &[ToolInfo],
+    task: &str,
+    ctx: &TaskContext,
+) -> Vec<(String, String)> {
+    let earlier = ctx.history.last().map(|(t, a)| format!("{a}\n{t}"));
     infos
         .iter()
-        .filter_map(|i| Some((i.name.clone(), tools.get(&i.name)?.context_for(task)?)))
+        .filter_map(|i| {
+            let text = tools.get(&i.name)?.context_for(task, earlier.as_deref())?;
+            Some((i.name.clone(), text))
+        })
         .filter(|(_, t)| !t.trim().is_empty())
         .collect()
 }

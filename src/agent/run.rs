@@ -324,7 +324,7 @@ impl<P: Policy> Agent<P> {
             infos.push(super::reason::info());
         }
         let notes = if self.options.task_context {
-            super::prompt::tool_context(&self.tools, &infos, task)
+            super::prompt::tool_context(&self.tools, &infos, task, ctx)
         } else {
             Vec::new()
         };

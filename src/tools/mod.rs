@@ -180,9 +180,10 @@ pub trait Tool: Send + Sync {
     /// Runs the tool on arguments that already passed validation against `args_schema`.
     fn run(&self, args: &Value) -> Result<Observation, ToolError>;
     /// Text for one task's message about what this tool's source holds that the description
-    /// (the same for every task) had to leave out, chosen by the task's words; `None` by
-    /// default.
-    fn context_for(&self, _task: &str) -> Option<String> {
+    /// (the same for every task) had to leave out, chosen by the task's words; `earlier` is the
+    /// session's previous turn (its answer, then its task), which a follow-up ("What is his
+    /// email address?") refers to. `None` by default.
+    fn context_for(&self, _task: &str, _earlier: Option<&str>) -> Option<String> {
         None
     }
     /// The schema a call's arguments are checked against, when it differs from

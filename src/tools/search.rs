@@ -186,7 +186,7 @@ impl Tool for SearchTool {
     /// The best passages for the task's own words (without the words too common to rank
     /// by), so that a question about the documents starts with what they say: the small
     /// models often do not choose `search` for such a question.
-    fn context_for(&self, task: &str) -> Option<String> {
+    fn context_for(&self, task: &str, _earlier: Option<&str>) -> Option<String> {
         let words: Vec<String> = crate::index::query_words(task)
             .into_iter()
             .filter(|w| w.chars().count() >= 3 && !crate::index::STOPWORDS.contains(&w.as_str()))

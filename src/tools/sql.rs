@@ -15,7 +15,9 @@
 //! while it fits, then table names only, then a count with the queries that list the rest, so
 //! a database of thousands of tables still fits the prompt. When tables were left out,
 //! [`Tool::context_for`] gives the task message the full schemas of the tables whose names or
-//! columns match the task's words. Error messages help the model fix its query: an unknown
+//! columns match the task's words; it always adds rows: those that hold the names the task
+//! mentions and the rows that point to them (`names`), else a few rows of the tables its words
+//! point to. Error messages help the model fix its query: an unknown
 //! table lists the tables, an unknown column lists the columns of the tables the query names.
 
 use std::path::{Path, PathBuf};
@@ -31,6 +33,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{parse_args, schema_of, Observation, Tool, ToolError};
+
+mod names;
 
 /// SQLite's heap limit for the whole process (`sqlite3_hard_heap_limit64`), set when a sql
 /// tool is opened: a query that needs more fails with an error instead of growing the process.
@@ -312,7 +316,12 @@ impl SqlTool {
     /// rows that hold one of `words` when there are any, else the first rows; at most
     /// [`SAMPLE_ROWS`] a table and [`SqlOptions::max_context_chars`] in all. Tables whose query
     /// fails are left out.
-    fn sample_rows<'a>(&self, tables: impl Iterator<Item = &'a str>, words: &[String]) -> String {
+    fn sample_rows<'a>(
+        &self,
+        tables: impl Iterator<Item = &'a str>,
+        words: &[String],
+        max_chars: usize,
+    ) -> String {
         let mut out = String::new();
         for t in tables {
             let quoted = format!("\"{}\"", t.replace('"', "\"\""));
@@ -370,7 +379,7 @@ impl SqlTool {
                 _ => format!("-- {t}"),
             };
             let block = format!("{heading}\n{}\n", shown.trim_end());
-            if out.len() + block.len() > self.options.max_context_chars {
+            if out.len() + block.len() > max_chars {
                 break;
             }
             out.push_str(&block);
@@ -1322,9 +1331,16 @@ impl Tool for SqlTool {
     /// When the description could not show every table's statement: the full statements of
     /// the tables whose names or columns share words with the task, best matches first (a
     /// word in the name counts three times one in the columns), within `max_context_chars`.
-    fn context_for(&self, task: &str) -> Option<String> {
+    /// Then rows: those that hold the names the task mentions and the rows that point to them
+    /// ([`SqlTool::named_rows`]; a follow-up without names of its own, "What is his email
+    /// address?", takes those of `earlier`), and a few rows of the tables its words point to.
+    fn context_for(&self, task: &str, earlier: Option<&str>) -> Option<String> {
         let words = words_of(task);
-        if words.is_empty() {
+        let mut names = names::name_terms(task);
+        if names.is_empty() {
+            names = earlier.map(names::name_terms).unwrap_or_default();
+        }
+        if words.is_empty() && names.is_empty() {
             return None;
         }
         let mut scored: Vec<(usize, &TableEntry)> = self
@@ -1366,13 +1382,22 @@ impl Tool for SqlTool {
                 schemas.trim_end()
             ));
         }
-        let rows = self.sample_rows(
-            scored
-                .iter()
-                .take(SAMPLE_TABLES)
-                .map(|(_, e)| e.name.as_str()),
-            &words,
-        );
+        let budget = self.options.max_context_chars;
+        let named = self.named_rows(&names, budget);
+        // The rows of what the task names say more than a sample of the tables its other
+        // words point to; those come only when no name was found.
+        let rows = if named.is_empty() {
+            self.sample_rows(
+                scored
+                    .iter()
+                    .take(SAMPLE_TABLES)
+                    .map(|(_, e)| e.name.as_str()),
+                &words,
+                budget,
+            )
+        } else {
+            named
+        };
         if !rows.is_empty() {
             parts.push(format!(
                 "Some rows of the tables this task's words point to (read before the first \

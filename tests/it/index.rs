@@ -294,7 +294,10 @@ fn search_context_shows_the_passages_that_match_the_task() {
     drop(idx);
     let tool = SearchTool::new(&idx_path);
     let ctx = tool
-        .context_for("Which server does the deploy script copy the build to?")
+        .context_for(
+            "Which server does the deploy script copy the build to?",
+            None,
+        )
         .expect("passages for a task about the documents");
     assert!(ctx.contains("deploy.md:5"), "{ctx}");
     assert!(ctx.contains("staging server"), "{ctx}");
@@ -302,6 +305,6 @@ fn search_context_shows_the_passages_that_match_the_task() {
         ctx.len() <= cairn::tools::search::CONTEXT_MAX_CHARS + 200,
         "{ctx}"
     );
-    assert_eq!(tool.context_for("What is it and how is it?"), None);
-    assert_eq!(tool.context_for("zebra quantum"), None);
+    assert_eq!(tool.context_for("What is it and how is it?", None), None);
+    assert_eq!(tool.context_for("zebra quantum", None), None);
 }

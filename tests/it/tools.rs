@@ -268,23 +268,120 @@ fn sample_rows_before_a_task_say_how_many_rows_the_table_has() {
     drop(conn);
     let tool = SqlTool::open(&path, SqlOptions::default()).unwrap();
     // No row holds the task's words: the first rows, out of the whole table.
-    let context = tool.context_for("Who is the oldest member?").unwrap();
+    let context = tool.context_for("Who is the oldest member?", None).unwrap();
     assert!(
         context.contains("-- members: 3 of its 40 rows (query for the others)"),
         "{context}"
     );
     // Rows that hold the task's words, more than are shown.
-    let context = tool.context_for("Which Ann is the oldest member?").unwrap();
+    let context = tool
+        .context_for("Which oldest member is an ann?", None)
+        .unwrap();
     assert!(
         context.contains(
             "-- members: 3 of the 10 rows that hold the task's words (query for the others)"
         ),
         "{context}"
     );
-    // Every row that holds them is shown: nothing is left out of what the task names.
-    let context = tool.context_for("When was the member Zed born?").unwrap();
-    assert!(context.contains("-- members\n"), "{context}");
+    // Rows that hold a name the task mentions, more than are shown.
+    let context = tool
+        .context_for("Which Ann is the oldest member?", None)
+        .unwrap();
+    assert!(
+        context.contains("-- members: 3 of the 10 rows that hold \"Ann\" (query for the others)"),
+        "{context}"
+    );
+    // Every row that holds it is shown: nothing is left out of what the task names.
+    let context = tool
+        .context_for("When was the member Zed born?", None)
+        .unwrap();
+    assert!(
+        context.contains("-- members: every row that holds \"Zed\"\n"),
+        "{context}"
+    );
     assert!(context.contains("39 | Zed | 1979-01-01"), "{context}");
+}
+
+/// Regression: asked for "the consultation fee of Milo's most recent visit", the 1.5B model
+/// was shown three unrelated rows of the visit table (its words point there; "Milo" is a pet's
+/// name, in another table) and answered with one of their fees. The context now holds the rows
+/// that hold the names the task mentions and the rows that point to them; a follow-up without a
+/// name of its own ("What is his email address?") takes the names of the turn before.
+#[test]
+fn the_context_shows_the_rows_of_the_names_a_task_mentions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clinic.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE owner (owner_id INTEGER PRIMARY KEY, full_name TEXT, email TEXT);
+         CREATE TABLE pet (pet_id INTEGER PRIMARY KEY, name TEXT,
+             owner_id INTEGER REFERENCES owner(owner_id));
+         CREATE TABLE visit (visit_id INTEGER PRIMARY KEY,
+             pet_id INTEGER REFERENCES pet(pet_id), visit_date TEXT, fee REAL);
+         INSERT INTO owner VALUES (1, 'Hugo Lambert', 'hugo@post.example'),
+             (2, 'Ann Berg', 'ann@post.example');
+         INSERT INTO pet VALUES (1, 'Rex', 2), (2, 'Luna', 2), (3, 'Milo', 1), (4, 'Bella', 2);",
+    )
+    .unwrap();
+    for i in 0..30 {
+        conn.execute(
+            "INSERT INTO visit VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![
+                i,
+                if i % 10 == 9 { 3 } else { 1 + i % 2 },
+                format!("2025-01-{:02}", i + 1),
+                40 + i
+            ],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let tool = SqlTool::open(&path, SqlOptions::default()).unwrap();
+    let context = tool
+        .context_for("What was the fee of Milo's most recent visit?", None)
+        .unwrap();
+    assert!(
+        context.contains(
+            "-- pet: every row that holds \"Milo\"\npet_id | name | owner_id\n3 | Milo | 1"
+        ),
+        "{context}"
+    );
+    assert!(
+        context.contains(
+            "-- visit: every row whose pet_id is the pet_id of the pet rows above\n\
+             visit_id | pet_id | visit_date | fee\n\
+             9 | 3 | 2025-01-10 | 49\n\
+             19 | 3 | 2025-01-20 | 59\n\
+             29 | 3 | 2025-01-30 | 69"
+        ),
+        "{context}"
+    );
+    // Visits of other pets are not shown as if they were the answer.
+    assert!(!context.contains("| 40\n"), "{context}");
+
+    // A follow-up names no one: the names of the turn before are looked up.
+    let context = tool
+        .context_for(
+            "What is his email address?",
+            Some("Milo belongs to Hugo Lambert.\nWhose pet is Milo?"),
+        )
+        .unwrap_or_default();
+    assert!(
+        context.contains("1 | Hugo Lambert | hugo@post.example"),
+        "{context}"
+    );
+    // One that names someone looks up only that name.
+    let context = tool
+        .context_for(
+            "What is the email address of Ann Berg?",
+            Some("Milo belongs to Hugo Lambert.\nWhose pet is Milo?"),
+        )
+        .unwrap_or_default();
+    assert!(
+        context.contains("2 | Ann Berg | ann@post.example"),
+        "{context}"
+    );
+    assert!(!context.contains("Hugo"), "{context}");
 }
 
 #[test]

@@ -1,0 +1,508 @@
+//! The rows of the user's database that hold the names a task mentions, for the context shown
+//! before round 1 ([`SqlTool::named_rows`]): "Milo's most recent visit" shows the `pet` row of
+//! Milo and the `visit` rows that point to it; "Who borrowed Ice Maps" shows the `books` row of
+//! Ice Maps and its `loans`. Tables are otherwise chosen for the context by the words of their
+//! names and columns, which a name in the task ("Milo", "Ice Maps") does not share: the 1.5B
+//! model, shown three unrelated visits, answered with the fee of one of them.
+//!
+//! A name is what the task writes capitalised (a run of capitalised words, not the lone first
+//! word of a sentence) or in quotes. The lookup reads only text columns, scans at most
+//! [`MAX_TABLES`] tables and stops at [`LOOKUP_TIME`], so a large database costs a bounded
+//! moment before the first round and never an error.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::{column_types, foreign_keys, run_query, SqlTool, PARTIAL_SAMPLE};
+
+/// The most names taken from one text.
+const MAX_NAMES: usize = 6;
+
+/// The most tables searched for the names.
+const MAX_TABLES: usize = 256;
+
+/// The whole lookup stops after this long (the tables not yet searched are skipped).
+const LOOKUP_TIME: Duration = Duration::from_millis(300);
+
+/// Rows shown of each table that holds a name.
+const NAMED_ROWS: usize = 3;
+
+/// Tables shown that hold a name.
+const NAMED_TABLES: usize = 2;
+
+/// Rows shown of a table whose rows point to the named rows (`visit.pet_id` → Milo's `pet`).
+const LINKED_ROWS: usize = 5;
+
+/// Tables shown whose rows point to the named rows.
+const LINKED_TABLES: usize = 2;
+
+/// Words that begin sentences without being names (question words, verbs of a request,
+/// articles, pronouns): the first word of a sentence is capitalised whatever it is.
+const SENTENCE_WORDS: &[&str] = &[
+    "what",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "when",
+    "where",
+    "why",
+    "how",
+    "is",
+    "are",
+    "was",
+    "were",
+    "do",
+    "does",
+    "did",
+    "can",
+    "could",
+    "would",
+    "should",
+    "will",
+    "shall",
+    "may",
+    "might",
+    "has",
+    "have",
+    "had",
+    "the",
+    "a",
+    "an",
+    "and",
+    "but",
+    "or",
+    "so",
+    "then",
+    "also",
+    "please",
+    "show",
+    "list",
+    "give",
+    "find",
+    "tell",
+    "name",
+    "compute",
+    "calculate",
+    "count",
+    "sum",
+    "use",
+    "get",
+    "look",
+    "if",
+    "in",
+    "on",
+    "at",
+    "for",
+    "from",
+    "of",
+    "to",
+    "by",
+    "with",
+    "after",
+    "before",
+    "since",
+    "during",
+    "about",
+    "this",
+    "that",
+    "these",
+    "those",
+    "there",
+    "here",
+    "it",
+    "its",
+    "my",
+    "our",
+    "your",
+    "their",
+    "his",
+    "her",
+    "i",
+    "we",
+    "you",
+    "they",
+    "he",
+    "she",
+    "each",
+    "every",
+    "all",
+    "any",
+    "some",
+    "no",
+    "not",
+    "now",
+    "ok",
+    "yes",
+];
+
+/// The names `text` mentions: quoted phrases, and runs of capitalised words ("Ice Maps",
+/// "Hugo Lambert", "Milo" from "Milo's"), where a single capitalised word that begins a
+/// sentence ("Who", "What") does not count. At most [`MAX_NAMES`], each once (any case).
+pub(crate) fn name_terms(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |s: &str| {
+        let s = s.trim();
+        if s.chars().count() >= 2
+            && s.chars().count() <= 60
+            && !out.iter().any(|o| o.eq_ignore_ascii_case(s))
+        {
+            out.push(s.to_string());
+        }
+    };
+    for (open, close) in [('"', '"'), ('“', '”'), ('\'', '\'')] {
+        let mut rest = text;
+        while let Some(at) = rest.find(open) {
+            let before = rest[..at].chars().next_back();
+            let after_open = &rest[at + open.len_utf8()..];
+            // An apostrophe inside a word ("Milo's") opens nothing.
+            if open == '\'' && before.is_some_and(char::is_alphanumeric) {
+                rest = after_open;
+                continue;
+            }
+            let Some(end) = after_open.find(close) else {
+                break;
+            };
+            push(&after_open[..end]);
+            rest = &after_open[end + close.len_utf8()..];
+        }
+    }
+    let mut run: Vec<&str> = Vec::new();
+    let mut run_starts_sentence = false;
+    let mut sentence_start = true;
+    let flush = |run: &mut Vec<&str>, starts: bool, push: &mut dyn FnMut(&str)| {
+        // A sentence's first word is capitalised whatever it is: it is part of a name only
+        // when it is not a word that begins sentences ("Which Ann" is Ann; "Hugo Lambert"
+        // stays whole), and alone it is taken for no name at all.
+        let words: &[&str] = match run.split_first() {
+            Some((first, rest))
+                if starts && SENTENCE_WORDS.contains(&first.to_lowercase().as_str()) =>
+            {
+                rest
+            }
+            Some((_, [])) if starts => &[],
+            _ => run,
+        };
+        if !words.is_empty() && words != ["I"] {
+            push(&words.join(" "));
+        }
+        run.clear();
+    };
+    for raw in text.split_whitespace() {
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let word = word
+            .strip_suffix("'s")
+            .or_else(|| word.strip_suffix("’s"))
+            .unwrap_or(word);
+        let capitalised = word.chars().next().is_some_and(char::is_uppercase)
+            && word
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '-' || c == '.');
+        // Punctuation after the word ends a run ("Paris, Rome" are two names), and so does
+        // a possessive ("Olivia Grant's email").
+        let ends_run = raw.len() > raw.trim_end_matches(|c: char| !c.is_alphanumeric()).len()
+            || raw.ends_with("'s")
+            || raw.ends_with("’s");
+        if capitalised {
+            if run.is_empty() {
+                run_starts_sentence = sentence_start;
+            }
+            run.push(word);
+        } else {
+            flush(&mut run, run_starts_sentence, &mut push);
+        }
+        if ends_run {
+            flush(&mut run, run_starts_sentence, &mut push);
+        }
+        sentence_start = raw.ends_with(['.', '?', '!', ':', ';']);
+    }
+    flush(&mut run, run_starts_sentence, &mut push);
+    out.truncate(MAX_NAMES);
+    out
+}
+
+/// `term` as the body of a LIKE pattern with `\` as its escape: `%`, `_` and `\` taken
+/// literally, quotes doubled.
+fn like_body(term: &str) -> String {
+    term.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+        .replace('\'', "''")
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// One table that holds a name: the SQL condition and score over its text columns, how many
+/// rows hold a name, and the best number of names one row holds.
+struct Holder {
+    table: String,
+    condition: String,
+    score: String,
+    rows: u64,
+    best: u64,
+    /// The names some row holds, in the task's order.
+    held: Vec<String>,
+}
+
+impl SqlTool {
+    /// Runs `f` on the connection with the progress handler's deadline at `until` from now.
+    fn with_deadline<T>(&self, until: Duration, f: impl FnOnce(&Connection) -> T) -> T {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let start = self.epoch.elapsed();
+        self.deadline
+            .store((start + until).as_nanos() as u64, Ordering::Relaxed);
+        let out = f(&conn);
+        self.deadline.store(u64::MAX, Ordering::Relaxed);
+        out
+    }
+
+    /// The rows that hold `names` (see the module's text), within `max_chars`: those of the
+    /// [`NAMED_TABLES`] tables whose rows hold the most names, then the rows of up to
+    /// [`LINKED_TABLES`] tables that point to the best table's named rows by a foreign key.
+    /// Empty when no row holds a name.
+    pub(super) fn named_rows(&self, names: &[String], max_chars: usize) -> String {
+        if names.is_empty() {
+            return String::new();
+        }
+        self.with_deadline(LOOKUP_TIME, |conn| {
+            let mut holders = Vec::new();
+            for t in self.tables.iter().take(MAX_TABLES) {
+                let text_columns: Vec<String> = column_types(conn, t)
+                    .into_iter()
+                    .filter(|(_, ty, _)| {
+                        let ty = ty.to_ascii_uppercase();
+                        ty.is_empty() || ["CHAR", "CLOB", "TEXT"].iter().any(|k| ty.contains(k))
+                    })
+                    .map(|(c, _, _)| c)
+                    .collect();
+                if text_columns.is_empty() {
+                    continue;
+                }
+                // A name holds when each of its words stands as a word in the row's text
+                // columns: "Hugo Lambert" is a row of first and last names, and "Ann" is not
+                // "Joanne".
+                let row = text_columns
+                    .iter()
+                    .map(|c| format!("coalesce({}, '')", quote(c)))
+                    .collect::<Vec<_>>()
+                    .join(" || ' ' || ");
+                let holds: Vec<String> = names
+                    .iter()
+                    .map(|n| {
+                        let all: Vec<String> = n
+                            .split_whitespace()
+                            .map(|w| {
+                                format!(
+                                    "(' ' || {row} || ' ') LIKE '% {} %' ESCAPE '\\'",
+                                    like_body(w)
+                                )
+                            })
+                            .collect();
+                        format!("({})", all.join(" AND "))
+                    })
+                    .collect();
+                let condition = holds.join(" OR ");
+                let score = holds.join(" + ");
+                let each: String = holds.iter().map(|h| format!(", MAX({h})")).collect();
+                let counted = conn.query_row(
+                    &format!(
+                        "SELECT COUNT(*), COALESCE(MAX({score}), 0){each} FROM {} \
+                         WHERE {condition}",
+                        quote(t)
+                    ),
+                    [],
+                    |r| {
+                        let held = (0..names.len())
+                            .map(|i| r.get::<_, Option<i64>>(i + 2))
+                            .collect::<rusqlite::Result<Vec<_>>>()?;
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, held))
+                    },
+                );
+                match counted {
+                    Ok((rows, best, held)) if rows > 0 => holders.push(Holder {
+                        table: t.clone(),
+                        condition,
+                        score,
+                        rows: rows as u64,
+                        best: best as u64,
+                        held: names
+                            .iter()
+                            .zip(held)
+                            .filter(|(_, h)| h.unwrap_or(0) > 0)
+                            .map(|(n, _)| n.clone())
+                            .collect(),
+                    }),
+                    Ok(_) => {}
+                    // Out of time: what was found so far is what is shown.
+                    Err(e)
+                        if e.sqlite_error_code()
+                            == Some(rusqlite::ErrorCode::OperationInterrupted) =>
+                    {
+                        break
+                    }
+                    Err(_) => {}
+                }
+            }
+            // Most names in one row first, then the name mentioned first, then the fewest
+            // rows (the most telling).
+            let first = |h: &Holder| names.iter().position(|n| h.held.contains(n));
+            holders.sort_by(|a, b| {
+                b.best
+                    .cmp(&a.best)
+                    .then(first(a).cmp(&first(b)))
+                    .then(a.rows.cmp(&b.rows))
+            });
+            holders.truncate(NAMED_TABLES);
+            let mut out = String::new();
+            for h in &holders {
+                let named = h
+                    .held
+                    .iter()
+                    .map(|n| format!("\"{n}\""))
+                    .collect::<Vec<_>>()
+                    .join(" or ");
+                let sql = format!(
+                    "SELECT * FROM {} WHERE {} ORDER BY {} DESC LIMIT {NAMED_ROWS}",
+                    quote(&h.table),
+                    h.condition,
+                    h.score
+                );
+                let Ok(r) = run_query(conn, &sql, &self.options) else {
+                    continue;
+                };
+                let listed = (h.rows as usize).min(NAMED_ROWS) as u64;
+                let heading = if h.rows > listed {
+                    format!(
+                        "-- {}: {listed} of the {} rows that hold {named} {PARTIAL_SAMPLE}",
+                        h.table, h.rows
+                    )
+                } else {
+                    format!("-- {}: every row that holds {named}", h.table)
+                };
+                let block = format!("{heading}\n{}\n", r.text.trim_end());
+                if out.len() + block.len() > max_chars {
+                    break;
+                }
+                out.push_str(&block);
+            }
+            if let Some(best) = holders.first().filter(|h| h.rows <= 2 && !out.is_empty()) {
+                let linked = self.linked_rows(conn, best, max_chars.saturating_sub(out.len()));
+                out.push_str(&linked);
+            }
+            out
+        })
+    }
+
+    /// The rows of other tables whose foreign key points to `holder`'s named rows.
+    fn linked_rows(&self, conn: &Connection, holder: &Holder, max_chars: usize) -> String {
+        let mut out = String::new();
+        let mut tables = 0;
+        for t in self.tables.iter().take(MAX_TABLES) {
+            if tables == LINKED_TABLES {
+                break;
+            }
+            if *t == holder.table {
+                continue;
+            }
+            let Some((from, to)) = foreign_keys(conn, t)
+                .into_iter()
+                .find(|(_, to_table, _)| to_table.eq_ignore_ascii_case(&holder.table))
+                .and_then(|(from, _, to)| {
+                    let to = to.or_else(|| {
+                        column_types(conn, &holder.table)
+                            .into_iter()
+                            .find(|(_, _, pk)| *pk)
+                            .map(|(c, _, _)| c)
+                    })?;
+                    Some((from, to))
+                })
+            else {
+                continue;
+            };
+            let keys = format!(
+                "SELECT {} FROM {} WHERE {}",
+                quote(&to),
+                quote(&holder.table),
+                holder.condition
+            );
+            let filter = format!("{} IN ({keys})", quote(&from));
+            let Ok(count) = conn.query_row(
+                &format!("SELECT COUNT(*) FROM {} WHERE {filter}", quote(t)),
+                [],
+                |r| r.get::<_, i64>(0),
+            ) else {
+                continue;
+            };
+            if count == 0 {
+                continue;
+            }
+            let sql = format!(
+                "SELECT * FROM {} WHERE {filter} LIMIT {LINKED_ROWS}",
+                quote(t)
+            );
+            let Ok(r) = run_query(conn, &sql, &self.options) else {
+                continue;
+            };
+            let listed = (count as usize).min(LINKED_ROWS);
+            let heading = if count as usize > listed {
+                format!(
+                    "-- {t}: {listed} of the {count} rows whose {from} is the {to} of the {} rows above {PARTIAL_SAMPLE}",
+                    holder.table
+                )
+            } else {
+                format!(
+                    "-- {t}: every row whose {from} is the {to} of the {} rows above",
+                    holder.table
+                )
+            };
+            let block = format!("{heading}\n{}\n", r.text.trim_end());
+            if out.len() + block.len() > max_chars {
+                break;
+            }
+            out.push_str(&block);
+            tables += 1;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_terms;
+
+    #[test]
+    fn names_are_capitalised_runs_and_quotes_not_first_words() {
+        assert_eq!(
+            name_terms("Who borrowed Ice Maps most recently?"),
+            ["Ice Maps"]
+        );
+        assert_eq!(
+            name_terms("What was the consultation fee of Milo's most recent visit?"),
+            ["Milo"]
+        );
+        assert_eq!(
+            name_terms("Hugo Lambert borrowed Ice Maps most recently."),
+            ["Hugo Lambert", "Ice Maps"]
+        );
+        assert_eq!(
+            name_terms("What is the weather in Paris, Rome and Oslo?"),
+            ["Paris", "Rome", "Oslo"]
+        );
+        assert_eq!(
+            name_terms("Find the book 'a history of ink' please"),
+            ["a history of ink"]
+        );
+        assert_eq!(
+            name_terms("What is his email address?"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            name_terms("How much is it? And what did I pay?"),
+            Vec::<String>::new()
+        );
+    }
+}
