@@ -525,7 +525,8 @@ impl SqlTool {
                     join_within(cols.iter().map(String::as_str), 1000)
                 )
             };
-            let hint = join_hint(conn, sql, &self.tables, rest)
+            let hint = alias_hint(conn, sql, &self.tables, rest)
+                .or_else(|| join_hint(conn, sql, &self.tables, rest))
                 .unwrap_or_else(|| "use one of the listed columns".to_string());
             return ToolError::invalid(msg).with_hint(hint);
         }
@@ -1261,6 +1262,99 @@ fn column_types(conn: &Connection, table: &str) -> Vec<(String, String, bool)> {
         return Vec::new();
     };
     rows.flatten().collect()
+}
+
+/// Words that may follow a table's name in FROM or JOIN without being its alias.
+const NOT_ALIASES: &[&str] = &[
+    "on",
+    "where",
+    "join",
+    "left",
+    "right",
+    "inner",
+    "outer",
+    "cross",
+    "natural",
+    "full",
+    "group",
+    "order",
+    "limit",
+    "having",
+    "using",
+    "union",
+    "except",
+    "intersect",
+    "window",
+    "as",
+    "select",
+    "from",
+    "and",
+    "or",
+    "set",
+    "values",
+];
+
+/// The names `sql` gives `table` (`loans AS T2`, `loans l`), or the table's own name when it
+/// is not aliased.
+fn aliases_of(sql: &str, table: &str) -> Vec<String> {
+    let tokens: Vec<&str> = sql
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')' || c == ';')
+        .filter(|t| !t.is_empty())
+        .collect();
+    let unquote = |t: &str| {
+        t.trim_matches(|c| c == '"' || c == '`' || c == '[' || c == ']')
+            .to_string()
+    };
+    let mut out = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if !unquote(t).eq_ignore_ascii_case(table) {
+            continue;
+        }
+        let mut next = tokens.get(i + 1).copied();
+        if next.is_some_and(|n| n.eq_ignore_ascii_case("as")) {
+            next = tokens.get(i + 2).copied();
+        }
+        match next.map(unquote) {
+            Some(a)
+                if !a.is_empty()
+                    && a.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    && !NOT_ALIASES.contains(&a.to_ascii_lowercase().as_str()) =>
+            {
+                out.push(a)
+            }
+            _ => out.push(table.to_string()),
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// For "no such column: T1.col" where `col` is a column of another table the query names
+/// under another name: that name. Asked for `T1.member_no` with `fines AS T1 JOIN loans AS
+/// T2`, the 1.5B model was told to join members (the table the query did not name that has
+/// the column) and sent the same query again.
+fn alias_hint(conn: &Connection, sql: &str, tables: &[String], missing: &str) -> Option<String> {
+    let (qualifier, column) = missing.rsplit_once('.')?;
+    let column = column.trim_matches('"');
+    let qualifier = qualifier.trim_matches('"');
+    for t in tables.iter().filter(|t| names_table(sql, t)) {
+        if !table_columns(conn, t)
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(column))
+        {
+            continue;
+        }
+        let names = aliases_of(sql, t);
+        if let Some(name) = names.iter().find(|n| !n.eq_ignore_ascii_case(qualifier)) {
+            if names.iter().any(|n| n.eq_ignore_ascii_case(qualifier)) {
+                continue;
+            }
+            return Some(format!(
+                "{column} is a column of {t}, which this query calls {name}: write {name}.{column}"
+            ));
+        }
+    }
+    None
 }
 
 /// For "no such column: X" where X is a column of a table the query does not name: which

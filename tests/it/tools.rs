@@ -135,6 +135,34 @@ fn a_column_of_another_table_is_answered_with_the_join_its_keys_give() {
     // A column no table has keeps the plain hint.
     let e = sql(&reg, "SELECT author FROM loans").unwrap_err();
     assert_eq!(e.hint.as_deref(), Some("use one of the listed columns"));
+
+    // Regression: `T1.member_no` with `books AS T1 JOIN loans AS T2` was answered "join
+    // members" (a table the query did not name that has the column); the model sent the same
+    // query again. The column is in a table the query names, under another name.
+    for (query, name) in [
+        (
+            "SELECT T1.member_no FROM books AS T1 JOIN loans AS T2 ON T1.book_id = T2.book_id",
+            "T2",
+        ),
+        (
+            "SELECT b.member_no FROM books b JOIN loans l ON b.book_id = l.book_id",
+            "l",
+        ),
+        (
+            "SELECT books.member_no FROM books JOIN loans ON books.book_id = loans.book_id",
+            "loans",
+        ),
+    ] {
+        let e = sql(&reg, query).unwrap_err();
+        assert_eq!(
+            e.hint,
+            Some(format!(
+                "member_no is a column of loans, which this query calls {name}: write \
+                 {name}.member_no"
+            )),
+            "{query}"
+        );
+    }
 }
 
 #[test]

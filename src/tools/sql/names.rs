@@ -138,6 +138,13 @@ const SENTENCE_WORDS: &[&str] = &[
     "yes",
 ];
 
+/// Small words that may stand inside a name ("Tea with the Vicar", "Ludwig van Beethoven");
+/// not "and" or "or", which join two names.
+const CONNECTORS: &[&str] = &[
+    "of", "the", "with", "for", "in", "on", "a", "an", "to", "at", "de", "van", "von", "der", "la",
+    "le", "du", "da",
+];
+
 /// The names `text` mentions: quoted phrases, and runs of capitalised words ("Ice Maps",
 /// "Hugo Lambert", "Milo" from "Milo's"), where a single capitalised word that begins a
 /// sentence ("Who", "What") does not count. At most [`MAX_NAMES`], each once (any case).
@@ -170,6 +177,8 @@ pub(crate) fn name_terms(text: &str) -> Vec<String> {
         }
     }
     let mut run: Vec<&str> = Vec::new();
+    // Small words after a run, joined to it when a capitalised word comes next.
+    let mut pending: Vec<&str> = Vec::new();
     let mut run_starts_sentence = false;
     let mut sentence_start = true;
     let flush = |run: &mut Vec<&str>, starts: bool, push: &mut dyn FnMut(&str)| {
@@ -209,8 +218,15 @@ pub(crate) fn name_terms(text: &str) -> Vec<String> {
             if run.is_empty() {
                 run_starts_sentence = sentence_start;
             }
+            run.append(&mut pending);
             run.push(word);
+        } else if !run.is_empty() && !ends_run && CONNECTORS.contains(&word) && pending.len() < 2 {
+            // "Tea with the Vicar": small words inside a title, kept when a capitalised word
+            // follows them.
+            pending.push(word);
+            continue;
         } else {
+            pending.clear();
             flush(&mut run, run_starts_sentence, &mut push);
         }
         if ends_run {
@@ -293,8 +309,11 @@ impl SqlTool {
                 let holds: Vec<String> = names
                     .iter()
                     .map(|n| {
+                        // Its capitalised words: a title's small words ("with the") may
+                        // be written otherwise in the data.
                         let all: Vec<String> = n
                             .split_whitespace()
+                            .filter(|w| !CONNECTORS.contains(w))
                             .map(|w| {
                                 format!(
                                     "(' ' || {row} || ' ') LIKE '% {} %' ESCAPE '\\'",
