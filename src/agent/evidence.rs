@@ -67,12 +67,37 @@ fn same(raw: &str, x: f64, e: f64) -> bool {
 pub fn unsupported(answer: &str, evidence: &[&str]) -> Vec<String> {
     let known: Vec<f64> = evidence
         .iter()
-        .flat_map(|t| numbers(t).into_iter().map(|(_, v)| v))
+        .flat_map(|t| {
+            numbers(t)
+                .into_iter()
+                .map(|(_, v)| v)
+                .chain(percent_factors(t))
+        })
         .collect();
     let mut out: Vec<String> = Vec::new();
     for (raw, x) in numbers(answer) {
         if !known.iter().any(|&e| same(&raw, x, e)) && !out.contains(&raw) {
             out.push(raw);
+        }
+    }
+    out
+}
+
+/// The factors a percent in `text` stands for: `15%` (or `15 percent`) is 0.15 of a whole,
+/// and 0.85 or 1.15 of it after taking it off or adding it. Regression: `48 * (1 - 0.15)` for
+/// "with a 15% discount" was taken for a made-up input and its result for no evidence.
+fn percent_factors(text: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (raw, v) in numbers(text) {
+        let mut at = 0;
+        while let Some(i) = text[at..].find(raw.as_str()) {
+            let after = text[at + i + raw.len()..].trim_start();
+            if after.starts_with('%') || after.to_ascii_lowercase().starts_with("percent") {
+                let f = v / 100.0;
+                out.extend([f, 1.0 - f, 1.0 + f]);
+                break;
+            }
+            at += i + raw.len();
         }
     }
     out
@@ -314,6 +339,29 @@ mod tests {
         let c = check("42", &["84 bottles"], &[(Some("84 / 2"), "42")]);
         assert_eq!(c, Check::default());
         assert!(check_message_with(&["67.5".into()], &["22.5".into()]).contains("rests on 22.5"));
+    }
+
+    #[test]
+    fn a_percent_stands_for_its_fraction_and_what_is_left_after_it() {
+        // Regression: "What would it have been with a 15% discount?" answered by
+        // `48 * (1 - 0.15)` = 40.8 was sent back as unsupported.
+        let base = [
+            "The fee was 48 euros.",
+            "What would it have been with a 15% discount?",
+        ];
+        for expr in [
+            "48 * (1 - 0.15)",
+            "48 * 0.85",
+            "48 - 48 * 0.15",
+            "48 * 1.15",
+        ] {
+            let rounds = [(Some(expr), "40.8")];
+            let c = check("It would have been 40.8 euros.", &base, &rounds);
+            assert!(c.ungrounded_inputs.is_empty(), "{expr}: {c:?}");
+        }
+        // A fraction no percent stands for is still a made-up input.
+        let c = check("40.8", &base, &[(Some("48 * 0.7"), "33.6")]);
+        assert_eq!(c.ungrounded_inputs, ["0.7"]);
     }
 
     #[test]
