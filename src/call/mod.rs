@@ -767,7 +767,8 @@ impl FunctionCaller {
 
     /// The model's own judgement, asked apart from the call, of whether calling `f` does what
     /// `question` asks: P(yes) / (P(yes) + P(no)) at the first token of its reply to a short
-    /// yes-or-no question showing only that function. A model primed by a list of functions
+    /// yes-or-no question showing only that function, after two worked questions over another
+    /// function (one it does, one only near it). A model primed by a list of functions
     /// to call one of them (the 1.5B preset called one for most questions no function fits)
     /// is asked once more without the pull of the listing. A question too long for the
     /// context cannot be asked this way: then the call stands (1.0).
@@ -777,15 +778,40 @@ impl FunctionCaller {
             none => none.insert(FitJudge::new(&self.decoder)?),
         };
         let lm = judge.decoder.model().clone();
-        let params = crate::agent::prompt::describe_args(&f.parameters);
-        let messages = [
-            Message::system("You are a careful assistant. Answer with yes or no."),
+        let ask = |question: &str, name: &str, description: &str, params: &str| {
             Message::user(format!(
-                "A user wrote: {question:?}\n\nThere is one function:\n{}: {}\nParameters:\n{params}\n\
-                 Would calling this function do what the user asks? Answer yes or no.",
-                f.name,
-                f.description.trim()
-            )),
+                "A user wrote: {question:?}\n\nThere is one function:\n{name}: {description}\n\
+                 Parameters:\n{params}\nWould calling this function do what the user asks? \
+                 Answer yes or no."
+            ))
+        };
+        let params = crate::agent::prompt::describe_args(&f.parameters);
+        // Two worked questions over one function, one it does and one only near it, so that
+        // "related" is not taken for "does what is asked": alone, the 1.5B preset rated the
+        // functions it should not call between 0.29 and 0.80.
+        let stock = "- symbol (string, required): the ticker symbol, like AAPL\n";
+        let stock_desc = "Returns the latest trading price of one stock.";
+        let messages = [
+            Message::system(
+                "You are a careful assistant. Answer with yes or no: yes only when calling the \
+                 function does what the user asks; no when it does something else, even \
+                 something related, or when the user asks for no action.",
+            ),
+            ask(
+                "How much revenue did Tesla make last year?",
+                "get_stock_price",
+                stock_desc,
+                stock,
+            ),
+            Message::assistant("no"),
+            ask(
+                "What is Tesla trading at right now?",
+                "get_stock_price",
+                stock_desc,
+                stock,
+            ),
+            Message::assistant("yes"),
+            ask(question, &f.name, f.description.trim(), &params),
         ];
         let ids = lm
             .prompt_ids(&messages)

@@ -111,9 +111,9 @@ fn the_fit_check_tells_a_fitting_function_from_one_that_is_not() {
     let email_fits = caller
         .fit_probability("Send an email to Bob saying hi.", email)
         .unwrap();
-    // Measured 0.79, 0.26, 0.35 and 0.76 on an AVX-512 machine: far from the line either way.
-    assert!(fits > 0.6, "weather in Paris, get_weather: {fits}");
-    assert!(email_fits > 0.6, "email to Bob, send_email: {email_fits}");
+    // Measured 0.68, 0.21, 0.08 and 0.65 on an AVX-512 machine: far from the line either way.
+    assert!(fits > 0.55, "weather in Paris, get_weather: {fits}");
+    assert!(email_fits > 0.55, "email to Bob, send_email: {email_fits}");
     assert!(unfit < 0.4, "Mona Lisa, get_weather: {unfit}");
     assert!(wrong < 0.4, "weather in Paris, send_email: {wrong}");
 
@@ -133,7 +133,7 @@ fn the_fit_check_tells_a_fitting_function_from_one_that_is_not() {
             .unwrap();
         assert_eq!(r.output.calls[0].name, "get_weather");
         match r.fit_probability {
-            Some(p) => assert!(fit_check && p > 0.6, "{p}"),
+            Some(p) => assert!(fit_check && p > 0.55, "{p}"),
             None => assert!(!fit_check),
         }
     }
