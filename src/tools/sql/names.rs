@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{column_types, foreign_keys, run_query, SqlTool, PARTIAL_SAMPLE};
+use super::{column_types, foreign_keys, run_query, SqlTool, NOT_TOPICS, PARTIAL_SAMPLE};
 
 /// The most names taken from one text.
 const MAX_NAMES: usize = 6;
@@ -38,111 +38,29 @@ const LINKED_ROWS: usize = 5;
 /// Tables shown whose rows point to the named rows.
 const LINKED_TABLES: usize = 2;
 
-/// Words that begin sentences without being names (question words, verbs of a request,
-/// articles, pronouns): the first word of a sentence is capitalised whatever it is.
+/// Words that begin sentences without being names, besides the sql tool's words that name no
+/// topic (`NOT_TOPICS`: question words, articles, request verbs): the first word of a sentence
+/// is capitalised whatever it is.
+#[rustfmt::skip]
 const SENTENCE_WORDS: &[&str] = &[
-    "what",
-    "which",
-    "who",
-    "whom",
-    "whose",
-    "when",
-    "where",
-    "why",
-    "how",
-    "is",
-    "are",
-    "was",
-    "were",
-    "do",
-    "does",
-    "did",
-    "can",
-    "could",
-    "would",
-    "should",
-    "will",
-    "shall",
-    "may",
-    "might",
-    "has",
-    "have",
-    "had",
-    "the",
-    "a",
-    "an",
-    "and",
-    "but",
-    "or",
-    "so",
-    "then",
-    "also",
-    "please",
-    "show",
-    "list",
-    "give",
-    "find",
-    "tell",
-    "name",
-    "compute",
-    "calculate",
-    "count",
-    "sum",
-    "use",
-    "get",
-    "look",
-    "if",
-    "in",
-    "on",
-    "at",
-    "for",
-    "from",
-    "of",
-    "to",
-    "by",
-    "with",
-    "after",
-    "before",
-    "since",
-    "during",
-    "about",
-    "this",
-    "that",
-    "these",
-    "those",
-    "there",
-    "here",
-    "it",
-    "its",
-    "my",
-    "our",
-    "your",
-    "their",
-    "his",
-    "her",
-    "i",
-    "we",
-    "you",
-    "they",
-    "he",
-    "she",
-    "each",
-    "every",
-    "all",
-    "any",
-    "some",
-    "no",
-    "not",
-    "now",
-    "ok",
-    "yes",
+    "when", "where", "why", "is", "do", "may", "might", "shall", "a", "an", "but", "or", "so",
+    "then", "also", "please", "compute", "calculate", "count", "sum", "use", "look", "if", "in",
+    "on", "at", "of", "to", "by", "after", "before", "since", "during", "it", "its", "my", "his",
+    "her", "i", "we", "they", "he", "she", "some", "no", "now", "ok", "yes", "here",
 ];
+
+/// Whether `word` (any case) begins sentences without being a name.
+fn sentence_word(word: &str) -> bool {
+    let w = word.to_lowercase();
+    SENTENCE_WORDS.contains(&w.as_str()) || NOT_TOPICS.contains(&w.as_str())
+}
 
 /// Small words that may stand inside a name ("Tea with the Vicar", "Ludwig van Beethoven");
 /// not "and" or "or", which join two names.
+#[rustfmt::skip]
 const CONNECTORS: &[&str] = &[
-    "of", "the", "with", "for", "in", "on", "a", "an", "to", "at", "de", "van", "von", "der", "la",
-    "le", "du", "da",
+    "of", "the", "with", "for", "in", "on", "a", "an", "to", "at", "de", "van", "von", "der",
+    "la", "le", "du", "da",
 ];
 
 /// The names `text` mentions: quoted phrases, and runs of capitalised words ("Ice Maps",
@@ -186,11 +104,7 @@ pub(crate) fn name_terms(text: &str) -> Vec<String> {
         // when it is not a word that begins sentences ("Which Ann" is Ann; "Hugo Lambert"
         // stays whole), and alone it is taken for no name at all.
         let words: &[&str] = match run.split_first() {
-            Some((first, rest))
-                if starts && SENTENCE_WORDS.contains(&first.to_lowercase().as_str()) =>
-            {
-                rest
-            }
+            Some((first, rest)) if starts && sentence_word(first) => rest,
             Some((_, [])) if starts => &[],
             _ => run,
         };
