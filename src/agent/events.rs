@@ -192,6 +192,14 @@ pub enum EventKind {
         /// The numbers, as written in the answer.
         unsupported: Vec<String>,
     },
+    /// A final answer repeated cairn's own message about a tool (a note of the guards, an
+    /// error or its hint) instead of answering, and was sent back once.
+    EchoCheck {
+        /// The round.
+        round: usize,
+        /// The words of cairn's message the answer repeated.
+        repeated: String,
+    },
     /// Something failed that did not stop the task (a memory write).
     Warning {
         /// What failed.

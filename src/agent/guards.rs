@@ -223,3 +223,101 @@ mod tests {
         assert!(backoff(base, usize::MAX) > Duration::from_secs(86_400 * 365));
     }
 }
+
+/// The fewest consecutive words of cairn's own message an answer must repeat to be taken for
+/// a copy of it.
+const ECHO_WORDS: usize = 8;
+
+/// cairn's own messages in a tool's observation: the `[note: …]` of the guards, and an error's
+/// `error (…)` and `hint:` lines.
+fn loop_messages(observation: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = observation
+        .lines()
+        .filter(|l| l.starts_with("error (") || l.starts_with("hint: "))
+        .collect();
+    let mut rest = observation;
+    while let Some(at) = rest.find("[note: ") {
+        let note = &rest[at..];
+        let end = note.find(']').map_or(note.len(), |e| e + 1);
+        out.push(&note[..end]);
+        rest = &note[end..];
+    }
+    out
+}
+
+/// The lowercase words (letters and digits) of `s`.
+fn plain_words(s: &str) -> Vec<String> {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The words of cairn's own message (see [`loop_messages`]) in `observations` that `answer`
+/// repeats, when it repeats at least [`ECHO_WORDS`] of them in a row: the small models answer
+/// "The search tool is turned off for the rest of this task…" or with an error's text.
+pub(super) fn repeated_message(answer: &str, observations: &[&str]) -> Option<String> {
+    let said = plain_words(answer);
+    if said.len() < ECHO_WORDS {
+        return None;
+    }
+    let mut best: Option<Vec<String>> = None;
+    for m in observations.iter().flat_map(|o| loop_messages(o)) {
+        let words = plain_words(m);
+        for i in 0..said.len() {
+            for j in 0..words.len() {
+                let n = said[i..]
+                    .iter()
+                    .zip(&words[j..])
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                if n >= ECHO_WORDS && best.as_ref().is_none_or(|b| n > b.len()) {
+                    best = Some(said[i..i + n].to_vec());
+                }
+            }
+        }
+    }
+    best.map(|w| w.join(" "))
+}
+
+#[cfg(test)]
+mod echo_tests {
+    use super::repeated_message;
+
+    #[test]
+    fn an_answer_that_repeats_a_note_or_an_error_is_found_and_data_is_not() {
+        let obs = [
+            "error (invalid_input): the search query `x IS NULL` is written like SQL\n\
+             hint: search with a few plain words the documents would contain\n\
+             [note: you already called search with these same arguments and it failed the same \
+             way; search is turned off for the rest of this task. Use another tool, or give the \
+             final_answer with what you know.]",
+            "title | author\nStar Charts for Beginners | NULL",
+        ];
+        let echoed = repeated_message(
+            "The search tool is turned off for the rest of this task. Use another tool.",
+            &obs,
+        );
+        assert_eq!(
+            echoed.as_deref(),
+            Some("is turned off for the rest of this task use another tool")
+        );
+        assert!(repeated_message(
+            "Search with a few plain words the documents would contain, please.",
+            &obs
+        )
+        .is_some());
+        // An answer from the data, or one that only shares a few words, is an answer.
+        assert_eq!(
+            repeated_message(
+                "The science book with no author is Star Charts for Beginners.",
+                &obs
+            ),
+            None
+        );
+        assert_eq!(
+            repeated_message("The search found nothing for this task.", &obs),
+            None
+        );
+    }
+}

@@ -88,6 +88,8 @@ struct Rounds {
     min_dropped: usize,
     /// Whether a final answer was already sent back by the evidence check (once a task).
     evidence_checked: bool,
+    /// Whether a final answer was already sent back for repeating cairn's own message.
+    echo_checked: bool,
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
 }
@@ -360,6 +362,7 @@ impl<P: Policy> Agent<P> {
             texts: Vec::new(),
             min_dropped: 0,
             evidence_checked: false,
+            echo_checked: false,
             plan_rounds: 0,
         };
         if self.options.plan_tokens > 0 {
@@ -799,6 +802,25 @@ impl<P: Policy> Agent<P> {
             .unwrap_or_default()
             .trim()
             .to_string();
+        if !last_round && !st.echo_checked {
+            let observations: Vec<&str> = st.texts.iter().map(|r| r.observation.as_str()).collect();
+            if let Some(repeated) = super::guards::repeated_message(&answer, &observations) {
+                st.echo_checked = true;
+                self.emit(
+                    run.start,
+                    EventKind::EchoCheck {
+                        round,
+                        repeated: repeated.clone(),
+                    },
+                );
+                let observation = format!(
+                    "[note: your answer repeats cairn's message about a tool (\"{repeated}\"); \
+                     that is not an answer to the task. Answer the task itself from what the \
+                     tools returned, call another tool, or say what could not be found.]"
+                );
+                return Ok(self.send_back(run, st, done, "echo_check", observation));
+            }
+        }
         if self.options.evidence_check && !last_round && !st.evidence_checked {
             // What the model was told apart from the tools: the task, facts, earlier turns.
             let mut told: Vec<&str> = vec![task];

@@ -59,6 +59,10 @@ impl RoundPrinter {
                 "round {round}: the answer's {} found in no result; sent back to check",
                 unsupported.join(", ")
             ),
+            EventKind::EchoCheck { round, repeated } => format!(
+                "round {round}: the answer repeats cairn's note (\"{}\"); sent back",
+                short(repeated, 80)
+            ),
             EventKind::Plan { text, tokens, ms } if self.verbose => format!(
                 "plan ({tokens} tokens, {:.1} s): {}",
                 ms / 1000.0,
