@@ -23,7 +23,8 @@ const MAX_NAMES: usize = 6;
 /// The most tables searched for the names.
 const MAX_TABLES: usize = 256;
 
-/// The whole lookup stops after this long (the tables not yet searched are skipped).
+/// The search for the names stops after this long (the tables not yet searched are skipped);
+/// showing the rows it found has as long again.
 const LOOKUP_TIME: Duration = Duration::from_millis(300);
 
 /// Rows shown of each table that holds a name.
@@ -198,7 +199,7 @@ impl SqlTool {
         if names.is_empty() {
             return String::new();
         }
-        self.with_deadline(LOOKUP_TIME, |conn| {
+        let holders = self.with_deadline(LOOKUP_TIME, |conn| {
             let mut holders = Vec::new();
             for t in self.tables.iter().take(MAX_TABLES) {
                 let text_columns: Vec<String> = column_types(conn, t)
@@ -290,6 +291,11 @@ impl SqlTool {
                     .then(a.rows.cmp(&b.rows))
             });
             holders.truncate(NAMED_TABLES);
+            holders
+        });
+        // Showing them has a time of its own: a search that ran out of time still shows what
+        // it found.
+        self.with_deadline(LOOKUP_TIME, |conn| {
             let mut out = String::new();
             for h in &holders {
                 let named = h
