@@ -412,20 +412,30 @@ impl SqlTool {
             ))
             .with_hint("send a shorter query"));
         }
+        let result = self.with_deadline(self.options.time_limit, |conn| {
+            run_query(conn, sql, &self.options).map(|r| {
+                // Under the same time limit as the query.
+                match name_lookup(conn, sql, &self.tables, &r.ids_only, &self.options) {
+                    Some(named) => format!("{}\n{named}", r.text),
+                    None => r.text,
+                }
+            })
+        });
+        result.map_err(|e| {
+            let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+            self.explain(&conn, sql, e)
+        })
+    }
+
+    /// Runs `f` on the connection with the progress handler's deadline at `until` from now.
+    fn with_deadline<T>(&self, until: Duration, f: impl FnOnce(&Connection) -> T) -> T {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let limit = self.options.time_limit;
         let start = self.epoch.elapsed();
         self.deadline
-            .store((start + limit).as_nanos() as u64, Ordering::Relaxed);
-        let result = run_query(&conn, sql, &self.options).map(|r| {
-            // Under the same time limit as the query.
-            match name_lookup(&conn, sql, &self.tables, &r.ids_only, &self.options) {
-                Some(named) => format!("{}\n{named}", r.text),
-                None => r.text,
-            }
-        });
+            .store((start + until).as_nanos() as u64, Ordering::Relaxed);
+        let out = f(&conn);
         self.deadline.store(u64::MAX, Ordering::Relaxed);
-        result.map_err(|e| self.explain(&conn, sql, e))
+        out
     }
 
     /// The table names for an error message, those sharing a word with `near` first, cut at

@@ -10,7 +10,6 @@
 //! [`MAX_TABLES`] tables and stops at [`LOOKUP_TIME`], so a large database costs a bounded
 //! moment before the first round and never an error.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -180,17 +179,6 @@ struct Holder {
 }
 
 impl SqlTool {
-    /// Runs `f` on the connection with the progress handler's deadline at `until` from now.
-    fn with_deadline<T>(&self, until: Duration, f: impl FnOnce(&Connection) -> T) -> T {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let start = self.epoch.elapsed();
-        self.deadline
-            .store((start + until).as_nanos() as u64, Ordering::Relaxed);
-        let out = f(&conn);
-        self.deadline.store(u64::MAX, Ordering::Relaxed);
-        out
-    }
-
     /// The rows that hold `names` (see the module's text), within `max_chars`: those of the
     /// [`NAMED_TABLES`] tables whose rows hold the most names, then the rows of up to
     /// [`LINKED_TABLES`] tables that point to the best table's named rows by a foreign key.
