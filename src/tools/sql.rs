@@ -324,7 +324,7 @@ impl SqlTool {
     ) -> String {
         let mut out = String::new();
         for t in tables {
-            let quoted = format!("\"{}\"", t.replace('"', "\"\""));
+            let quoted = quote(t);
             let columns: Vec<String> = {
                 let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
                 table_columns(&conn, t)
@@ -809,6 +809,11 @@ fn run_query(
     })
 }
 
+/// `name` as an SQL identifier in double quotes (quotes inside doubled).
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
 /// Whether a column's name reads as a key (`member_no`, `book_id`, `branch_code`; not a bare
 /// `id`, which every table has).
 fn id_like(column: &str) -> bool {
@@ -1176,7 +1181,6 @@ fn name_lookup(
     if used.is_empty() {
         return None;
     }
-    let quote = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
     for (id, values) in ids {
         let column = id.rsplit('.').next().unwrap_or(id);
         let named_after = column

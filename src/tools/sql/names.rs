@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{column_types, foreign_keys, run_query, SqlTool, NOT_TOPICS, PARTIAL_SAMPLE};
+use super::{column_types, foreign_keys, quote, run_query, SqlTool, NOT_TOPICS, PARTIAL_SAMPLE};
 
 /// The most names taken from one text.
 const MAX_NAMES: usize = 6;
@@ -70,7 +70,9 @@ pub(crate) fn name_terms(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut push = |s: &str| {
         let s = s.trim();
+        // A name of small words only ("of the") has no word to look up.
         if s.chars().count() >= 2
+            && s.split_whitespace().any(|w| !CONNECTORS.contains(&w))
             && s.chars().count() <= 60
             && !out.iter().any(|o| o.eq_ignore_ascii_case(s))
         {
@@ -160,10 +162,6 @@ fn like_body(term: &str) -> String {
         .replace('%', "\\%")
         .replace('_', "\\_")
         .replace('\'', "''")
-}
-
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// One table that holds a name: the SQL condition and score over its text columns, how many
