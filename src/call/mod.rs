@@ -44,6 +44,12 @@ use crate::model::LoadedModel;
 /// The most calls in one parallel reply.
 pub const MAX_PARALLEL_CALLS: usize = 16;
 
+/// The most tokens of a reply when `--max-tokens` is not given. A call is bounded by its
+/// grammar (number literals included) and ends long before this; a plain-text reply may be a
+/// few paragraphs, and at 256 tokens the 1.5B preset's answers to questions no function fits
+/// (a list of gift ideas, the steps to read an energy bill) were cut mid-sentence.
+pub const DEFAULT_MAX_TOKENS: usize = 1024;
+
 /// How a question is answered.
 #[derive(Debug, Clone)]
 pub struct CallOptions {
@@ -67,7 +73,7 @@ impl Default for CallOptions {
         CallOptions {
             parallel: false,
             require_call: false,
-            max_tokens: 256,
+            max_tokens: DEFAULT_MAX_TOKENS,
             raw_arguments: false,
             fit_check: None,
         }

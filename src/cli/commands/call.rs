@@ -56,7 +56,7 @@ pub struct CallArgs {
     /// Prefill every prompt whole instead of reusing the cached prefix (to measure reuse).
     #[arg(long)]
     pub no_prefix_reuse: bool,
-    /// Sampling (`--max-tokens` bounds the reply).
+    /// Sampling (`--max-tokens` bounds the reply; default 1024 tokens).
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -92,7 +92,10 @@ pub fn run(config: &Config, printer: &Printer, args: &CallArgs) -> anyhow::Resul
     let opts = CallOptions {
         parallel: args.parallel,
         require_call: args.require_call,
-        max_tokens: sampling.max_tokens,
+        max_tokens: args
+            .sampling
+            .max_tokens
+            .unwrap_or(crate::call::DEFAULT_MAX_TOKENS),
         raw_arguments: args.raw_arguments,
         fit_check: super::on_off(args.fit_check, args.no_fit_check),
     };

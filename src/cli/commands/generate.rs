@@ -17,13 +17,13 @@ use crate::decode::Decoder;
 use crate::model::sampling::SamplingParams;
 use crate::model::template::Message;
 
-/// `--max-tokens` when not given (generate, call).
+/// `--max-tokens` when not given (generate; `call` has its own, a text reply being longer).
 pub const DEFAULT_MAX_TOKENS: usize = 256;
 
 /// Sampling flags shared by `generate` and `run`.
 #[derive(Debug, Clone, Args)]
 pub struct SamplingArgs {
-    /// The most tokens to generate (default 256; for the agent's steps, 512 per step).
+    /// The most tokens to generate (default 256; for `call`, 1024; for the agent's steps, 512 per step).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<usize>,
     /// Sampling temperature; 0 is greedy.
