@@ -192,6 +192,14 @@ pub enum EventKind {
         /// The numbers, as written in the answer.
         unsupported: Vec<String>,
     },
+    /// A final answer gave a number of its own while an amount the task gives (`6 nights`,
+    /// `15%`) went into no call or reasoning, and was sent back once.
+    AmountCheck {
+        /// The round.
+        round: usize,
+        /// The amounts, as the task writes them.
+        unused: Vec<String>,
+    },
     /// A final answer repeated cairn's own message about a tool (a note of the guards, an
     /// error or its hint) instead of answering, and was sent back once.
     EchoCheck {

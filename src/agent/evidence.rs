@@ -217,12 +217,184 @@ pub fn from_sample(answer: &str, notes: &[&str], elsewhere: &[&str]) -> Vec<Stri
     out
 }
 
+/// Words before a number that make it a label, not an amount: `order 1042`, `room 6`.
+const LABELS: &[&str] = &[
+    "order", "member", "customer", "invoice", "id", "number", "no", "room", "visit", "pet",
+    "owner", "item", "product", "book", "ticket", "flight", "table", "row", "page", "chapter",
+    "version", "step", "line", "level", "floor", "gate", "seat", "platform", "route", "bus",
+    "account", "case", "branch", "code", "card", "question", "task", "issue", "part", "section",
+    "figure", "grade", "class", "week", "day", "month", "year", "model", "zone", "unit", "lane",
+    "track", "episode", "season", "volume", "vol", "article", "rule",
+];
+
+/// Words after a number that make it a date or a time, not an amount: `3 March`, `9 am`.
+const DATE_WORDS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "am",
+    "pm",
+    "o'clock",
+];
+
+/// The amounts a task gives: numbers written before a word (`6 nights`, `3 Helmet Pro`, `5 of
+/// them`) or a percent (`15%`), as (how the task writes it, its value, whether a percent).
+/// Left out: years, dates and times, labels (`order 1042`, `#7`), and 0 and 1, which change
+/// nothing they multiply.
+fn quantities(task: &str) -> Vec<(String, f64, bool)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (raw, v) in numbers(task) {
+        let Some(i) = task[at..].find(raw.as_str()).map(|i| at + i) else {
+            continue;
+        };
+        at = i + raw.len();
+        let before = &task[..i];
+        let after = &task[at..];
+        let percent = after.trim_start().starts_with('%')
+            || after
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("percent");
+        let word: String = after
+            .strip_prefix(' ')
+            .unwrap_or("")
+            .chars()
+            .take_while(|c| c.is_alphabetic() || *c == '\'')
+            .collect();
+        let next = word.to_lowercase();
+        let prev = before
+            .trim_end()
+            .rsplit(|c: char| !c.is_alphanumeric())
+            .next()
+            .unwrap_or("")
+            .to_lowercase();
+        let year = !raw.contains(['.', ',']) && raw.len() == 4 && (1900.0..=2100.0).contains(&v);
+        let label = LABELS.contains(&prev.as_str()) || before.trim_end().ends_with(['#', '-', '/']);
+        let amount = percent || (!next.is_empty() && !DATE_WORDS.contains(&next.as_str()));
+        if amount
+            && !year
+            && !label
+            && v != 0.0
+            && v != 1.0
+            && (percent || !after.starts_with([':', '/', '-']))
+        {
+            let shown = if percent {
+                format!("{raw}%")
+            } else {
+                format!("{raw} {word}")
+            };
+            if !out
+                .iter()
+                .any(|(s, _, _): &(String, f64, bool)| *s == shown)
+            {
+                out.push((shown, v, percent));
+            }
+        }
+    }
+    out
+}
+
+/// The amounts the task gives (see [`quantities`]) that nothing the model did used, when its
+/// `answer` gives a number: no tool call's arguments nor reasoning in `uses` holds
+/// the amount (or, for a percent, its fraction or one less or more it). "What does it cost to
+/// board a cat for 6 nights?" answered "18 euros", the price of one night: the answer's
+/// number was in the documents, so no other check saw that a step was left out.
+pub fn unused_quantities(task: &str, answer: &str, uses: &[&str]) -> Vec<String> {
+    let qs = quantities(task);
+    if qs.is_empty() {
+        return Vec::new();
+    }
+    // Only an answer that gives a number: "Poodle, Beagle, Boxer" needs no calculation.
+    // (One that only repeats the task's amount is checked too: "6 nights cost 18 euros"
+    // repeats one, and a task may give the price it expects multiplied.)
+    if numbers(answer).is_empty() {
+        return Vec::new();
+    }
+    let used: Vec<f64> = uses
+        .iter()
+        .flat_map(|u| numbers(u).into_iter().map(|(_, v)| v))
+        .collect();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    qs.into_iter()
+        .filter(|(_, v, percent)| {
+            let forms = if *percent {
+                vec![*v, v / 100.0, 1.0 - v / 100.0, 1.0 + v / 100.0]
+            } else {
+                vec![*v]
+            };
+            !used.iter().any(|&u| forms.iter().any(|&f| close(u, f)))
+        })
+        .map(|(shown, _, _)| shown)
+        .collect()
+}
+
+/// What the loop tells the model when the task's `amounts` went into no calculation.
+pub fn unused_message(amounts: &[String]) -> String {
+    let (list, it, them) = if amounts.len() == 1 {
+        (format!("\"{}\"", amounts[0]), "it", "it")
+    } else {
+        (
+            amounts
+                .iter()
+                .map(|a| format!("\"{a}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+            "them",
+            "them",
+        )
+    };
+    format!(
+        "[check: the task gives {list}, and no calculation used {it}. If the answer depends on \
+         {them}, compute it from {them} (calculator, or reason for several steps), then give the \
+         final_answer again; if it does not, give the same final_answer again.]"
+    )
+}
+
 /// What the loop tells the model when its answer rests on `values` seen only in sample rows.
 pub fn sample_message(values: &[String]) -> String {
     format!(
         "[check: {} in your answer or calculations {} from the few sample rows shown before \
          the first step, not from the whole table. Query the table with the sql tool, then give \
          the final_answer again, based on the result.]",
+        values.join(", "),
+        if values.len() == 1 { "comes" } else { "come" }
+    )
+}
+
+/// `message` (a `[check: …]` of [`check_message_with`]) with a word on the `values` of the
+/// answer or its calculations that came from sample rows. Regression: "How much in
+/// consultation fees is still unpaid?" answered at once with 48 (one sampled visit's fee) plus
+/// a late fee; told only that the sum appeared nowhere, the model gave the same answer again.
+pub fn with_sample_note(message: &str, values: &[String]) -> String {
+    if values.is_empty() {
+        return message.to_string();
+    }
+    let body = message.strip_suffix(']').unwrap_or(message);
+    format!(
+        "{body} {} {} from the few sample rows shown before the first step, not from the whole \
+         table: query the table with the sql tool.]",
         values.join(", "),
         if values.len() == 1 { "comes" } else { "come" }
     )
@@ -362,6 +534,59 @@ mod tests {
         // A fraction no percent stands for is still a made-up input.
         let c = check("40.8", &base, &[(Some("48 * 0.7"), "33.6")]);
         assert_eq!(c.ungrounded_inputs, ["0.7"]);
+    }
+
+    /// Regression: "What does it cost to board a cat at the clinic for 6 nights?" answered
+    /// "18 euros" (one night's price, found in the documents): no check saw the step left out.
+    #[test]
+    fn an_amount_of_the_task_that_no_calculation_used_is_named() {
+        let task = "What does it cost to board a cat at the clinic for 6 nights?";
+        assert_eq!(
+            unused_quantities(task, "For 6 nights it is 18 euros.", &[]),
+            ["6 nights"]
+        );
+        // Used by a calculator call, or by the reasoning: fine.
+        assert!(unused_quantities(task, "108 euros", &[r#"{"expression":"18 * 6"}"#]).is_empty());
+        assert!(unused_quantities(task, "108 euros", &["18 * 6 = 108\nAnswer: 108"]).is_empty());
+        // An answer with no number is not a computed result.
+        assert!(unused_quantities("Name 3 dog breeds.", "Poodle, Beagle, Boxer", &[]).is_empty());
+        // A percent is used by its fraction or what is left after it.
+        let task = "Rex has to lose 15% of his weight. What should his target weight be?";
+        assert_eq!(unused_quantities(task, "34 kg", &[]), ["15%"]);
+        assert!(unused_quantities(task, "28.9 kg", &["34 * 0.85"]).is_empty());
+    }
+
+    #[test]
+    fn years_dates_labels_and_ones_are_not_amounts() {
+        for task in [
+            "How many visits were there in 2025?",
+            "What did order 1042 cost?",
+            "Who visited on 3 March?",
+            "Is the clinic open at 9 am?",
+            "What is the fee for 1 night?",
+            "What does room #6 cost per night?",
+            "Which pet came on 2025-03-10?",
+        ] {
+            assert!(
+                unused_quantities(task, "It is 48 euros.", &[]).is_empty(),
+                "{task}"
+            );
+        }
+        assert_eq!(
+            unused_quantities("What would 3 Helmet Pro cost?", "89.9 euros", &[]),
+            ["3 Helmet"]
+        );
+    }
+
+    #[test]
+    fn a_message_names_the_sampled_values_too() {
+        let m = with_sample_note(&check_message(&["55.50".into()]), &["48".into()]);
+        assert!(
+            m.starts_with("[check: 55.50 in your answer does not appear"),
+            "{m}"
+        );
+        assert!(m.ends_with("48 comes from the few sample rows shown before the first step, not from the whole table: query the table with the sql tool.]"), "{m}");
+        assert_eq!(with_sample_note("[check: x]", &[]), "[check: x]");
     }
 
     #[test]

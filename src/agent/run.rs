@@ -852,18 +852,50 @@ impl<P: Policy> Agent<P> {
             let flagged = if missing.is_empty() {
                 // Values seen only in a few sample rows of a table are no evidence either.
                 let sampled = sampled_values(&answer, &told, &notes, &rounds);
-                (!sampled.is_empty()).then(|| {
+                let reasoned = steps
+                    .iter()
+                    .any(|s| s.as_ref().is_some_and(|v| v["action"] == REASON));
+                if !sampled.is_empty() {
                     let message = super::evidence::sample_message(&sampled);
-                    (sampled, message)
-                })
+                    let event = EventKind::EvidenceCheck {
+                        round,
+                        unsupported: sampled,
+                    };
+                    Some((event, message))
+                } else if reasoned {
+                    // A reasoning saw every amount: a count it did not need ("4 groups") is
+                    // no sign of a step left out.
+                    None
+                } else {
+                    // An amount the task gives that no call used.
+                    let uses: Vec<String> = steps
+                        .iter()
+                        .flatten()
+                        .filter(|s| s["action"] != FINAL_ANSWER)
+                        .map(|s| s["args"].to_string())
+                        .collect();
+                    let uses: Vec<&str> = uses.iter().map(String::as_str).collect();
+                    let unused = super::evidence::unused_quantities(task, &answer, &uses);
+                    (!unused.is_empty()).then(|| {
+                        let message = super::evidence::unused_message(&unused);
+                        let event = EventKind::AmountCheck { round, unused };
+                        (event, message)
+                    })
+                }
             } else {
-                let message =
-                    super::evidence::check_message_with(&missing, &checked.ungrounded_inputs);
-                Some((missing, message))
+                let message = super::evidence::with_sample_note(
+                    &super::evidence::check_message_with(&missing, &checked.ungrounded_inputs),
+                    &sampled_values(&answer, &told, &notes, &rounds),
+                );
+                let event = EventKind::EvidenceCheck {
+                    round,
+                    unsupported: missing,
+                };
+                Some((event, message))
             };
-            if let Some((unsupported, observation)) = flagged {
+            if let Some((event, observation)) = flagged {
                 st.evidence_checked = true;
-                self.emit(run.start, EventKind::EvidenceCheck { round, unsupported });
+                self.emit(run.start, event);
                 return Ok(self.send_back(run, st, done, "evidence_check", observation));
             }
         }

@@ -59,6 +59,10 @@ impl RoundPrinter {
                 "round {round}: the answer's {} found in no result; sent back to check",
                 unsupported.join(", ")
             ),
+            EventKind::AmountCheck { round, unused } => format!(
+                "round {round}: no calculation used the task's {}; the answer sent back to check",
+                unused.join(", ")
+            ),
             EventKind::EchoCheck { round, repeated } => format!(
                 "round {round}: the answer repeats cairn's note (\"{}\"); sent back",
                 short(repeated, 80)

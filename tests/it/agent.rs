@@ -645,6 +645,57 @@ fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
     assert_eq!(r.answer, "I cannot compute that.");
 }
 
+/// Regression (issue 19): "What does it cost to board a cat for 6 nights?" was answered with
+/// the price of one night, a number the documents held, so the evidence check passed it. An
+/// amount the task gives that no call used is named and the answer sent back once; the model
+/// computes with it and answers again.
+#[test]
+fn an_answer_that_left_out_an_amount_of_the_task_is_sent_back_once() {
+    let (mut a, events) = agent(
+        vec![
+            answer("6 nights cost 18 euros."),
+            calc("18 * 6"),
+            answer("6 nights cost 108 euros."),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("A night costs 18 euros. What do 6 nights cost?", None);
+    assert_eq!(r.answer, "6 nights cost 108 euros.");
+    assert_eq!(r.rounds, 3);
+    let checks: Vec<Vec<String>> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::AmountCheck { unused, .. } => Some(unused.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        checks,
+        vec![vec!["18 euros".to_string(), "6 nights".to_string()]]
+    );
+    let text = last_prompt_text(a.policy());
+    assert!(
+        text.contains(
+            "[check: the task gives \"18 euros\", \"6 nights\", and no calculation used them."
+        ),
+        "{text}"
+    );
+    // Used by the first call: accepted at once.
+    let (mut a, events) = agent(
+        vec![calc("18 * 6"), answer("108 euros.")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("A night costs 18 euros. What do 6 nights cost?", None);
+    assert_eq!((r.answer.as_str(), r.rounds), ("108 euros.", 2));
+    assert!(!events
+        .kinds()
+        .iter()
+        .any(|k| matches!(k, EventKind::AmountCheck { .. })));
+}
+
 /// Issue 19: a final answer whose numbers appear in no result, the task or its context is
 /// sent back once, naming them; the model computes them and answers again. A second answer
 /// is accepted whatever it holds (the check runs once per task), and an answer whose numbers
