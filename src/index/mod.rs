@@ -379,11 +379,18 @@ impl Index {
     }
 
     /// The `top_k` best chunks for `query`, best first. Any text is a valid query: it is cut
-    /// into words, each quoted for FTS5, joined with OR; one with no words is an error.
+    /// into words, each quoted for FTS5, joined with OR; one with no words is an error. The
+    /// [`STOPWORDS`] are left out when another word remains: a passage that shares only "of"
+    /// with the query is no match. (Regression: "opposite of hot" found a line about
+    /// back-ordered stock by its "of", and the model answered that the opposite of hot was
+    /// "back-ordered".)
     pub fn search(&self, query: &str, top_k: usize) -> Result<Vec<Hit>, IndexError> {
-        let words = query_words(query);
+        let mut words = query_words(query);
         if words.is_empty() {
             return Err(IndexError::EmptyQuery(query.to_string()));
+        }
+        if words.iter().any(|w| !STOPWORDS.contains(&w.as_str())) {
+            words.retain(|w| !STOPWORDS.contains(&w.as_str()));
         }
         let fts = words
             .iter()

@@ -61,6 +61,10 @@ fn index_and_search_report_path_and_line() {
         hits[0].path.ends_with("main.rs") && hits[0].line == 5,
         "{hits:?}"
     );
+    // Regression: a passage sharing only a common word ("of", "the") is no match; a query of
+    // common words only still searches by them.
+    assert!(idx.search("opposite of the hot", 5).unwrap().is_empty());
+    assert!(!idx.search("then it", 5).unwrap().is_empty());
     // Nothing from the binary or hidden files.
     for h in idx.search("deploy hidden", 10).unwrap() {
         assert!(
