@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
@@ -387,6 +387,72 @@ impl SqlTool {
         out
     }
 
+    /// The tables `task` names ("the employees table", "table `staff`") that the database
+    /// does not have, as the task writes them. Regression: asked to list the names in the
+    /// employees table of a shop with none, the model (whose queries can name only real
+    /// tables) listed the customers and called them employees.
+    pub fn missing_tables(&self, task: &str) -> Vec<String> {
+        static BEFORE: OnceLock<regex::Regex> = OnceLock::new();
+        static AFTER: OnceLock<regex::Regex> = OnceLock::new();
+        let before = BEFORE.get_or_init(|| {
+            regex::Regex::new(r"(?i)\b(?:the|a|an|your|my|our)\s+[`'\x22]?([A-Za-z_][A-Za-z0-9_]*)[`'\x22]?\s+table\b")
+                .expect("the pattern is valid")
+        });
+        let after = AFTER.get_or_init(|| {
+            regex::Regex::new(
+                r"(?i)\btable\s+(?:named\s+|called\s+)?[`'\x22]([A-Za-z_][A-Za-z0-9_]*)[`'\x22]",
+            )
+            .expect("the pattern is valid")
+        });
+        const NOT_NAMES: &[&str] = &[
+            "same",
+            "whole",
+            "following",
+            "this",
+            "that",
+            "which",
+            "each",
+            "every",
+            "sql",
+            "database",
+            "new",
+            "other",
+            "first",
+            "last",
+            "main",
+            "one",
+            "right",
+            "wrong",
+            "previous",
+            "next",
+            "entire",
+            "data",
+            "lookup",
+            "join",
+            "big",
+            "small",
+            "full",
+        ];
+        let mut out: Vec<String> = Vec::new();
+        for c in before.captures_iter(task).chain(after.captures_iter(task)) {
+            let name = &c[1];
+            let lower = name.to_lowercase();
+            if NOT_NAMES.contains(&lower.as_str())
+                || out.iter().any(|o| o.eq_ignore_ascii_case(name))
+            {
+                continue;
+            }
+            let known = self.tables.iter().any(|t| {
+                t.eq_ignore_ascii_case(name)
+                    || (!words_of(t).is_empty() && words_of(t) == words_of(name))
+            });
+            if !known {
+                out.push(name.to_string());
+            }
+        }
+        out
+    }
+
     /// Runs one query and formats the result as a compact table.
     pub fn query(&self, sql: &str) -> Result<String, ToolError> {
         if !self.path.exists() {
@@ -727,6 +793,11 @@ fn run_query(
     let mut full = false;
     let mut text_seen = false;
     let mut keys: Vec<Vec<rusqlite::types::Value>> = vec![Vec::new(); shown_cols];
+    let order = order_term(trimmed);
+    let order_col = order
+        .as_ref()
+        .and_then(|(c, _)| names.iter().position(|n| n.eq_ignore_ascii_case(c)));
+    let mut order_first: Option<String> = None;
     loop {
         let row = match rows.next() {
             Ok(Some(r)) => r,
@@ -753,6 +824,9 @@ fn run_query(
                     keys[i].push(key);
                 }
             }
+            if shown == 0 && order_col == Some(i) {
+                order_first = Some(cell(v));
+            }
             cells.push(cell(v));
         }
         let mut line = cells.join(" | ");
@@ -775,6 +849,10 @@ fn run_query(
     }
     if shown == 0 {
         out.push_str("(no rows)\n");
+    } else if let Some(note) =
+        order.and_then(|(c, desc)| order_note(&c, desc, order_first.as_deref()))
+    {
+        out.push_str(&note);
     }
     out.push_str(&col_note);
     let why = if full {
@@ -816,6 +894,68 @@ fn quote(name: &str) -> String {
 
 /// Whether a column's name reads as a key (`member_no`, `book_id`, `branch_code`; not a bare
 /// `id`, which every table has).
+/// The first term of a query's last `ORDER BY` when it is a plain column (`dob`, `m.dob`,
+/// `"Date"`), without its table, and whether it is `DESC`; `None` for an expression.
+fn order_term(sql: &str) -> Option<(String, bool)> {
+    let upper = sql.to_ascii_uppercase();
+    let at = upper.rfind("ORDER BY")? + "ORDER BY".len();
+    let rest = &sql[at..];
+    let end = rest.find([',', ')', ';']).unwrap_or(rest.len()).min(
+        rest.to_ascii_uppercase()
+            .find(" LIMIT")
+            .unwrap_or(rest.len()),
+    );
+    let words: Vec<&str> = rest[..end].split_whitespace().collect();
+    let (column, dir) = match words.as_slice() {
+        [c] => (*c, ""),
+        [c, d] => (*c, *d),
+        _ => return None,
+    };
+    let desc = match dir.to_ascii_uppercase().as_str() {
+        "DESC" => true,
+        "" | "ASC" => false,
+        _ => return None,
+    };
+    let column = column
+        .rsplit('.')
+        .next()?
+        .trim_matches(['"', '`', '[', ']']);
+    let plain = !column.is_empty()
+        && column
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == ' ');
+    plain.then(|| (column.to_string(), desc))
+}
+
+/// A note on what an order by a date puts first, when the ordered `column` holds dates (its
+/// `first` shown value reads `YYYY-MM-DD`, or, not shown, its name says date or birth).
+/// Regression: asked for the oldest member, the model ordered by `dob DESC`, read the first
+/// row (born 2016) as the oldest, and answered with a child.
+fn order_note(column: &str, desc: bool, first: Option<&str>) -> Option<String> {
+    let lower = column.to_ascii_lowercase();
+    let birth = lower == "dob" || lower.contains("birth");
+    let dated = match first {
+        Some(v) => {
+            let b = v.as_bytes();
+            b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-'
+        }
+        None => birth || lower.contains("date"),
+    };
+    if !dated {
+        return None;
+    }
+    let first = match (desc, birth) {
+        (true, true) => "the latest birth date first: the youngest first",
+        (false, true) => "the earliest birth date first: the oldest first",
+        (true, false) => "the latest date first: the most recent first",
+        (false, false) => "the earliest date first: the longest ago first",
+    };
+    Some(format!(
+        "(ordered by {column}{}: {first})\n",
+        if desc { " DESC" } else { "" }
+    ))
+}
+
 fn id_like(column: &str) -> bool {
     let c = column
         .rsplit('.')
@@ -1443,13 +1583,22 @@ impl Tool for SqlTool {
     /// ([`SqlTool::named_rows`]; a follow-up without names of its own, "What is his email
     /// address?", takes those of `earlier`), and a few rows of the tables its words point to.
     fn context_for(&self, task: &str, earlier: Option<&str>) -> Option<String> {
+        let mut parts = Vec::new();
+        let missing = self.missing_tables(task);
+        if !missing.is_empty() {
+            parts.push(format!(
+                "This database has no table named {} (its tables: {}).",
+                missing.join(" or "),
+                join_within(self.tables.iter().map(String::as_str), 400)
+            ));
+        }
         let words = words_of(task);
         let mut names = names::name_terms(task);
         if names.is_empty() {
             names = earlier.map(names::name_terms).unwrap_or_default();
         }
         if words.is_empty() && names.is_empty() {
-            return None;
+            return (!parts.is_empty()).then(|| parts.join("\n\n"));
         }
         let mut scored: Vec<(usize, &TableEntry)> = self
             .entries
@@ -1473,7 +1622,6 @@ impl Tool for SqlTool {
             })
             .collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
-        let mut parts = Vec::new();
         let mut schemas = String::new();
         for (_, e) in scored.iter().filter(|(_, e)| !e.in_description) {
             if schemas.len() + e.sql.len() + 2 > self.options.max_context_chars {

@@ -61,6 +61,93 @@ fn sql_answers_with_a_compact_table() {
     assert!(obs.text.contains("customer_id"), "{}", obs.text);
 }
 
+/// Regression (issue 19): asked for the oldest member, the model ordered by `dob DESC`, read
+/// the first row (born 2016) as the oldest and answered with a child. A result ordered by a
+/// date says which end comes first.
+#[test]
+fn a_result_ordered_by_a_date_says_which_end_comes_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("members.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE members (member_no INTEGER PRIMARY KEY, name TEXT, dob TEXT);
+         CREATE TABLE visits (id INTEGER PRIMARY KEY, member_no INTEGER, visit_date TEXT, fee REAL);
+         INSERT INTO members VALUES (1, 'Olivia', '1985-02-11'), (2, 'Mia', '2016-01-14'), (3, 'George', '1948-07-30');
+         INSERT INTO visits VALUES (1, 1, '2025-03-10', 48), (2, 1, '2025-06-02', 75);",
+    )
+    .unwrap();
+    drop(conn);
+    let reg = sql_registry(&path);
+    let obs = sql(
+        &reg,
+        "SELECT name, dob FROM members ORDER BY dob DESC LIMIT 1",
+    )
+    .unwrap();
+    assert_eq!(
+        obs.text,
+        "name | dob\nMia | 2016-01-14\n(ordered by dob DESC: the latest birth date first: the youngest first)"
+    );
+    // Not selected, qualified, ascending.
+    let obs = sql(&reg, "SELECT m.name FROM members m ORDER BY m.dob LIMIT 1").unwrap();
+    assert!(
+        obs.text
+            .ends_with("(ordered by dob: the earliest birth date first: the oldest first)"),
+        "{}",
+        obs.text
+    );
+    let obs = sql(
+        &reg,
+        "SELECT fee, visit_date FROM visits ORDER BY visit_date DESC",
+    )
+    .unwrap();
+    assert!(
+        obs.text.ends_with(
+            "(ordered by visit_date DESC: the latest date first: the most recent first)"
+        ),
+        "{}",
+        obs.text
+    );
+    // Not a date, an expression, or no rows: no note.
+    for q in [
+        "SELECT name FROM members ORDER BY name DESC",
+        "SELECT fee FROM visits ORDER BY fee * 2 DESC",
+        "SELECT name FROM members WHERE dob > '2100' ORDER BY dob",
+    ] {
+        let obs = sql(&reg, q).unwrap();
+        assert!(!obs.text.contains("(ordered by"), "{q}: {}", obs.text);
+    }
+}
+
+/// Regression (issue 19): asked to "List the names in the employees table." of a shop with no
+/// such table, the model (its queries can name only real tables) listed the customers as
+/// employees. The context before round 1 says the table does not exist.
+#[test]
+fn a_table_the_task_names_that_does_not_exist_is_named_before_round_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = SqlTool::open(&shop_db(dir.path()), SqlOptions::default()).unwrap();
+    let ctx = tool
+        .context_for("List the names in the employees table.", None)
+        .unwrap();
+    assert!(
+        ctx.starts_with("This database has no table named employees (its tables: "),
+        "{ctx}"
+    );
+    assert!(ctx.contains("customers") && ctx.contains("orders"), "{ctx}");
+    assert_eq!(
+        tool.missing_tables("Show table `staff` and the Staff table"),
+        ["Staff"]
+    );
+    // Tables that exist, in either number and any case, and words that are no table's name.
+    for task in [
+        "List the names in the customers table.",
+        "What is in the Customer table?",
+        "Which column of the orders table holds the quantity?",
+        "Is the whole table sorted?",
+    ] {
+        assert!(tool.missing_tables(task).is_empty(), "{task}");
+    }
+}
+
 #[test]
 fn the_sql_description_carries_the_schema() {
     let dir = tempfile::tempdir().unwrap();
