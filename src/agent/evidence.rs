@@ -291,7 +291,9 @@ fn quantities(task: &str) -> Vec<(String, f64, bool)> {
             .unwrap_or("")
             .to_lowercase();
         let year = !raw.contains(['.', ',']) && raw.len() == 4 && (1900.0..=2100.0).contains(&v);
-        let label = LABELS.contains(&prev.as_str()) || before.trim_end().ends_with(['#', '-', '/']);
+        // A label (`order 1042`, `#7`), or a value in code the task quotes (`MONTH(d) = 4`).
+        let label = LABELS.contains(&prev.as_str())
+            || before.trim_end().ends_with(['#', '-', '/', '=', '<', '>']);
         let amount = percent || (!next.is_empty() && !DATE_WORDS.contains(&next.as_str()));
         if amount
             && !year
@@ -350,7 +352,8 @@ pub fn unused_quantities(task: &str, answer: &str, uses: &[&str]) -> Vec<String>
         .collect()
 }
 
-/// What the loop tells the model when the task's `amounts` went into no calculation.
+/// What the loop tells the model when the task's `amounts` went into no calculation (its next
+/// round must call a tool: told it could answer again as it was, the model did, word for word).
 pub fn unused_message(amounts: &[String]) -> String {
     let (list, it, them) = if amounts.len() == 1 {
         (format!("\"{}\"", amounts[0]), "it", "it")
@@ -366,9 +369,9 @@ pub fn unused_message(amounts: &[String]) -> String {
         )
     };
     format!(
-        "[check: the task gives {list}, and no calculation used {it}. If the answer depends on \
-         {them}, compute it from {them} (calculator, or reason for several steps), then give the \
-         final_answer again; if it does not, give the same final_answer again.]"
+        "[check: the task gives {list}, and no calculation used {it}. Compute the answer from \
+         {them} now with a tool (the calculator; reason, for several steps), then give the \
+         final_answer.]"
     )
 }
 
@@ -566,6 +569,7 @@ mod tests {
             "What is the fee for 1 night?",
             "What does room #6 cost per night?",
             "Which pet came on 2025-03-10?",
+            "How many visits took place in April? Use MONTH(visit_date) = 4 in the query.",
         ] {
             assert!(
                 unused_quantities(task, "It is 48 euros.", &[]).is_empty(),

@@ -10,7 +10,7 @@ use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, RoundText, TaskContext};
 use super::reason::REASON;
-use super::step::{partial_action, step_schema, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
+use super::step::{partial_action, step_schema_of, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
 use super::{
     canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
 };
@@ -92,6 +92,9 @@ struct Rounds {
     echo_checked: bool,
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
+    /// The next round must call a tool (`final_answer` is not in its grammar): set by the
+    /// amount check, whose message the model otherwise answered by repeating its answer.
+    must_call: bool,
 }
 
 /// The values of `answer`, and of the calculator expressions of `rounds` ((expression,
@@ -362,6 +365,7 @@ impl<P: Policy> Agent<P> {
             texts: Vec::new(),
             min_dropped: 0,
             evidence_checked: false,
+            must_call: false,
             echo_checked: false,
             plan_rounds: 0,
         };
@@ -468,13 +472,14 @@ impl<P: Policy> Agent<P> {
         }
         let last_round = round == self.options.max_rounds;
         let allowed = st.guards.allowed(&st.infos, last_round);
-        let Some(fitted) = self.prompt(run, st, task, ctx, round, &allowed)? else {
+        let with_final = !(std::mem::take(&mut st.must_call) && !allowed.is_empty());
+        let Some(fitted) = self.prompt(run, st, task, ctx, round, &allowed, with_final)? else {
             return self.budget_stop(&st.prefix, task);
         };
         let step_start = Instant::now();
         let decoded = self.policy.decode(
             &fitted.messages,
-            &step_schema(&allowed),
+            &step_schema_of(&allowed, with_final),
             self.options.max_step_tokens,
         )?;
         let mut record = self.count_step(run, round, &decoded);
@@ -630,6 +635,7 @@ impl<P: Policy> Agent<P> {
         ctx: &TaskContext,
         round: usize,
         allowed: &[StepTool],
+        with_final: bool,
     ) -> Result<Option<super::prompt::Fitted>, AgentError> {
         let budget = self.budget();
         let fitted = fit(
@@ -660,7 +666,9 @@ impl<P: Policy> Agent<P> {
         st.min_dropped = fitted.dropped_rounds;
         run.result.dropped_rounds = fitted.dropped_rounds;
         let mut names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
-        names.push(FINAL_ANSWER.to_string());
+        if with_final {
+            names.push(FINAL_ANSWER.to_string());
+        }
         self.emit(
             run.start,
             EventKind::Prompt {
@@ -876,6 +884,7 @@ impl<P: Policy> Agent<P> {
                         .collect();
                     let uses: Vec<&str> = uses.iter().map(String::as_str).collect();
                     let unused = super::evidence::unused_quantities(task, &answer, &uses);
+                    st.must_call = !unused.is_empty();
                     (!unused.is_empty()).then(|| {
                         let message = super::evidence::unused_message(&unused);
                         let event = EventKind::AmountCheck { round, unused };

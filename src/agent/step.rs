@@ -63,6 +63,12 @@ impl StepTool {
 /// the bounds of [`bound_numbers`], and objects no keys beyond their `properties`
 /// ([`close_objects`]).
 pub fn step_schema(tools: &[StepTool]) -> Value {
+    step_schema_of(tools, true)
+}
+
+/// [`step_schema`], with `final_answer` among the branches only when `with_final` (a round
+/// that must call a tool has none).
+pub fn step_schema_of(tools: &[StepTool], with_final: bool) -> Value {
     let final_answer = StepTool::new(
         FINAL_ANSWER,
         json!({
@@ -74,7 +80,7 @@ pub fn step_schema(tools: &[StepTool]) -> Value {
     );
     let branches: Vec<Value> = tools
         .iter()
-        .chain(std::iter::once(&final_answer))
+        .chain(with_final.then_some(&final_answer))
         .map(|tool| {
             let mut args = tool.args.clone();
             bound_strings(&mut args, ARG_MAX_CHARS);

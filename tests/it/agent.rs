@@ -675,6 +675,17 @@ fn an_answer_that_left_out_an_amount_of_the_task_is_sent_back_once() {
         checks,
         vec![vec!["18 euros".to_string(), "6 nights".to_string()]]
     );
+    // The round after the check must call a tool: no final_answer in its grammar.
+    let allowed: Vec<Vec<String>> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::Prompt { allowed, .. } => Some(allowed.clone()),
+            _ => None,
+        })
+        .collect();
+    let has_final = |i: usize| allowed[i].iter().any(|n| n == "final_answer");
+    assert!(has_final(0) && !has_final(1) && has_final(2), "{allowed:?}");
     let text = last_prompt_text(a.policy());
     assert!(
         text.contains(
