@@ -10,7 +10,7 @@ use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, RoundText, TaskContext};
 use super::reason::REASON;
-use super::step::{partial_action, step_schema_of, StepTool, ANSWER_MAX_CHARS, FINAL_ANSWER};
+use super::step::{partial_action, step_schema_of, ANSWER_MAX_CHARS, FINAL_ANSWER};
 use super::{
     canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
 };
@@ -472,8 +472,12 @@ impl<P: Policy> Agent<P> {
         }
         let last_round = round == self.options.max_rounds;
         let allowed = st.guards.allowed(&st.infos, last_round);
-        let with_final = !(std::mem::take(&mut st.must_call) && !allowed.is_empty());
-        let Some(fitted) = self.prompt(run, st, task, ctx, round, &allowed, with_final)? else {
+        let with_final = !std::mem::take(&mut st.must_call) || allowed.is_empty();
+        let mut names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
+        if with_final {
+            names.push(FINAL_ANSWER.to_string());
+        }
+        let Some(fitted) = self.prompt(run, st, task, ctx, round, names)? else {
             return self.budget_stop(&st.prefix, task);
         };
         let step_start = Instant::now();
@@ -626,7 +630,8 @@ impl<P: Policy> Agent<P> {
     }
 
     /// This round's prompt fitted to the budget, with the events that say what was trimmed and
-    /// what the step may do; `None` when even the bare prompt does not fit.
+    /// what the step may do (`allowed`: the actions of its grammar); `None` when even the bare
+    /// prompt does not fit.
     fn prompt(
         &mut self,
         run: &mut TaskRun,
@@ -634,8 +639,7 @@ impl<P: Policy> Agent<P> {
         task: &str,
         ctx: &TaskContext,
         round: usize,
-        allowed: &[StepTool],
-        with_final: bool,
+        allowed: Vec<String>,
     ) -> Result<Option<super::prompt::Fitted>, AgentError> {
         let budget = self.budget();
         let fitted = fit(
@@ -665,17 +669,13 @@ impl<P: Policy> Agent<P> {
         }
         st.min_dropped = fitted.dropped_rounds;
         run.result.dropped_rounds = fitted.dropped_rounds;
-        let mut names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
-        if with_final {
-            names.push(FINAL_ANSWER.to_string());
-        }
         self.emit(
             run.start,
             EventKind::Prompt {
                 round,
                 tokens: fitted.tokens,
                 budget,
-                allowed: names,
+                allowed,
             },
         );
         Ok(Some(fitted))
