@@ -156,7 +156,8 @@ pub fn check(answer: &str, base: &[&str], rounds: &[(Option<&str>, &str)]) -> Ch
 
 /// The words of `note` split in two: those of the rows under a heading ending in
 /// [`PARTIAL_SAMPLE`] (a few rows of a larger table, shown before the first round), and those
-/// of every other line (passages, schemas, headings, the column-name line under a heading).
+/// of every other line (passages, schemas, headings, the column-name line under a heading,
+/// notes in parentheses).
 fn split_sample(note: &str) -> (Vec<String>, Vec<String>) {
     let (mut sample, mut rest) = (Vec::new(), Vec::new());
     let mut inside = false;
@@ -168,7 +169,8 @@ fn split_sample(note: &str) -> (Vec<String>, Vec<String>) {
             rest.extend(words(line));
         } else if line.trim().is_empty() {
             inside = false;
-        } else if header || !inside {
+        } else if header || !inside || line.starts_with('(') {
+            // The column names under a heading, and notes in parentheses (`(ordered by …)`).
             header = false;
             rest.extend(words(line));
         } else {
@@ -462,6 +464,10 @@ mod tests {
         // Rows shown in full (no partial heading), the passages and the column names are not
         // a sample; a value also found in a tool result is evidence.
         assert!(from_sample("Central Library, 14 euros, first_nm", &[note], &[task]).is_empty());
+        let ordered = "-- loans: 5 of the 9 rows whose member_no is 1001 (query for the others)\n\
+                       loan_id | loan_date\n7 | 2025-03-02\n\
+                       (ordered by loan_date DESC: the latest date first: the most recent first)";
+        assert!(from_sample("the latest one", &[ordered], &[task]).is_empty());
         assert!(from_sample("Olivia Grant", &[note], &[task, "first_nm\nOlivia Grant"]).is_empty());
         // A calculation on sampled values: the numbers of its expression.
         let fees = "-- visit: 3 of its 30 rows (query for the others)\n\

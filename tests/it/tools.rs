@@ -421,7 +421,9 @@ fn sample_rows_before_a_task_say_how_many_rows_the_table_has() {
 /// was shown three unrelated rows of the visit table (its words point there; "Milo" is a pet's
 /// name, in another table) and answered with one of their fees. The context now holds the rows
 /// that hold the names the task mentions and the rows that point to them; a follow-up without a
-/// name of its own ("What is his email address?") takes the names of the turn before.
+/// name of its own ("What is his email address?") takes the names of the turn before. Rows with
+/// a date come the latest first, and say so (the model took the first of Milo's two visits, in
+/// rowid order, for the most recent).
 #[test]
 fn the_context_shows_the_rows_of_the_names_a_task_mentions() {
     let dir = tempfile::tempdir().unwrap();
@@ -465,9 +467,10 @@ fn the_context_shows_the_rows_of_the_names_a_task_mentions() {
         context.contains(
             "-- visit: every row whose pet_id is the pet_id of the pet rows above\n\
              visit_id | pet_id | visit_date | fee\n\
-             9 | 3 | 2025-01-10 | 49\n\
+             29 | 3 | 2025-01-30 | 69\n\
              19 | 3 | 2025-01-20 | 59\n\
-             29 | 3 | 2025-01-30 | 69"
+             9 | 3 | 2025-01-10 | 49\n\
+             (ordered by visit_date DESC: the latest date first: the most recent first)"
         ),
         "{context}"
     );

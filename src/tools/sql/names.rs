@@ -365,8 +365,16 @@ impl SqlTool {
             if count == 0 {
                 continue;
             }
+            // The latest first when the rows have a date, and the result says so (see
+            // `order_note`): Milo's two visits in rowid order were read first to last, and
+            // the first taken for the most recent.
+            let order = super::column_types(conn, t)
+                .into_iter()
+                .find(|(c, ty, _)| is_date_column(c, ty))
+                .map(|(c, _, _)| format!(" ORDER BY {} DESC", quote(&c)))
+                .unwrap_or_default();
             let sql = format!(
-                "SELECT * FROM {} WHERE {filter} LIMIT {LINKED_ROWS}",
+                "SELECT * FROM {} WHERE {filter}{order} LIMIT {LINKED_ROWS}",
                 quote(t)
             );
             let Ok(r) = run_query(conn, &sql, &self.options) else {
@@ -393,6 +401,18 @@ impl SqlTool {
         }
         out
     }
+}
+
+/// Whether a column (its name and declared type) holds dates: a DATE or TIME type, or a name
+/// that says date (`visit_date`, `dob`, `joined_on`, `paid_at`).
+fn is_date_column(name: &str, declared: &str) -> bool {
+    let (n, ty) = (name.to_ascii_lowercase(), declared.to_ascii_lowercase());
+    ty.contains("date")
+        || ty.contains("time")
+        || n.contains("date")
+        || n == "dob"
+        || n.ends_with("_on")
+        || n.ends_with("_at")
 }
 
 #[cfg(test)]
