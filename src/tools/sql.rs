@@ -481,8 +481,13 @@ impl SqlTool {
         let result = self.with_deadline(self.options.time_limit, |conn| {
             run_query(conn, sql, &self.options).map(|r| {
                 // Under the same time limit as the query.
-                match name_lookup(conn, sql, &self.tables, &r.ids_only, &self.options) {
-                    Some(named) => format!("{}\n{named}", r.text),
+                let note = if r.empty {
+                    value_hint(conn, sql, &self.tables)
+                } else {
+                    name_lookup(conn, sql, &self.tables, &r.ids_only, &self.options)
+                };
+                match note {
+                    Some(note) => format!("{}\n{note}", r.text),
                     None => r.text,
                 }
             })
@@ -739,6 +744,8 @@ fn cut_chars(s: &str, max: usize) -> String {
 struct QueryResult {
     text: String,
     ids_only: Vec<(String, Vec<rusqlite::types::Value>)>,
+    /// No rows, or one row of NULLs only (an aggregate over no rows).
+    empty: bool,
 }
 
 fn run_query(
@@ -798,6 +805,7 @@ fn run_query(
         .as_ref()
         .and_then(|(c, _)| names.iter().position(|n| n.eq_ignore_ascii_case(c)));
     let mut order_first: Option<String> = None;
+    let mut all_null = true;
     loop {
         let row = match rows.next() {
             Ok(Some(r)) => r,
@@ -827,6 +835,7 @@ fn run_query(
             if shown == 0 && order_col == Some(i) {
                 order_first = Some(cell(v));
             }
+            all_null &= matches!(v, ValueRef::Null);
             cells.push(cell(v));
         }
         let mut line = cells.join(" | ");
@@ -884,7 +893,80 @@ fn run_query(
     Ok(QueryResult {
         text: out.trim_end().to_string(),
         ids_only,
+        empty: shown == 0 || (shown == 1 && all_null),
     })
+}
+
+/// The most values of a column a [`value_hint`] lists.
+const HINT_VALUES: usize = 8;
+
+/// When a query found nothing: for each `column = 'text'` (or `LIKE`) of its conditions whose
+/// text no row of the tables it names holds in that column, a note with the values the column
+/// does hold (the most frequent first), so the model can match what is there. Regression:
+/// asked for the unpaid consultation fees, the model wrote `reason = 'consultation'` (the
+/// visits' reasons are "annual check-up", "vaccination", …), got NULL and answered from a
+/// guess.
+fn value_hint(conn: &Connection, sql: &str, tables: &[String]) -> Option<String> {
+    static CONDITION: OnceLock<regex::Regex> = OnceLock::new();
+    let condition = CONDITION.get_or_init(|| {
+        regex::Regex::new(r"(?i)([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s*(=|\bLIKE\b)\s*'((?:[^']|'')*)'")
+            .expect("the pattern is valid")
+    });
+    let named: Vec<&String> = tables.iter().filter(|t| names_table(sql, t)).collect();
+    let mut notes: Vec<String> = Vec::new();
+    for c in condition.captures_iter(sql).take(4) {
+        let column = c[1].rsplit('.').next().unwrap_or(&c[1]);
+        let like = c[2].eq_ignore_ascii_case("like");
+        let text = c[3].replace("''", "'");
+        for t in &named {
+            let Some((col, _, _)) = column_types(conn, t)
+                .into_iter()
+                .find(|(n, _, _)| n.eq_ignore_ascii_case(column))
+            else {
+                continue;
+            };
+            let (tq, cq) = (quote(t), quote(&col));
+            let op = if like { "LIKE" } else { "=" };
+            let found: Option<i64> = conn
+                .query_row(
+                    &format!("SELECT 1 FROM {tq} WHERE {cq} {op} ?1 LIMIT 1"),
+                    [&text],
+                    |r| r.get(0),
+                )
+                .ok();
+            if found.is_some() {
+                continue;
+            }
+            let Ok(mut stmt) = conn.prepare(&format!(
+                "SELECT {cq} FROM {tq} WHERE typeof({cq}) = 'text' GROUP BY {cq} \
+                 ORDER BY COUNT(*) DESC, {cq} LIMIT {}",
+                HINT_VALUES + 1
+            )) else {
+                continue;
+            };
+            let values: Vec<String> = match stmt.query_map([], |r| r.get::<_, String>(0)) {
+                Ok(rows) => rows.flatten().collect(),
+                Err(_) => continue,
+            };
+            if values.is_empty() {
+                continue;
+            }
+            let mut shown: Vec<String> = values
+                .iter()
+                .take(HINT_VALUES)
+                .map(|v| format!("'{}'", cut_chars(&v.replace('\'', "''"), 40)))
+                .collect();
+            if values.len() > HINT_VALUES {
+                shown.push("…".to_string());
+            }
+            notes.push(format!(
+                "(no row of {t} has {col} {op} '{}'; the values of {col} there are: {})",
+                cut_chars(&text, 60),
+                shown.join(", ")
+            ));
+        }
+    }
+    (!notes.is_empty()).then(|| notes.join("\n"))
 }
 
 /// `name` as an SQL identifier in double quotes (quotes inside doubled).

@@ -148,6 +148,49 @@ fn a_table_the_task_names_that_does_not_exist_is_named_before_round_one() {
     }
 }
 
+/// Regression (issue 19): asked for the unpaid consultation fees, the model wrote
+/// `reason = 'consultation'` (the visits' reasons are "vaccination", "annual check-up", …), got
+/// NULL and answered from a guess. A query that finds nothing says which values the column
+/// it compared holds.
+#[test]
+fn a_query_that_finds_nothing_names_the_values_its_condition_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clinic.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE visit (visit_id INTEGER PRIMARY KEY, reason TEXT, fee REAL, paid_at TEXT);
+         INSERT INTO visit VALUES (1, 'vaccination', 48, NULL), (2, 'annual check-up', 48, '2025-01-08'),
+             (3, 'vaccination', 48, '2025-01-21'), (4, 'owner''s request', 62, NULL);",
+    )
+    .unwrap();
+    drop(conn);
+    let reg = sql_registry(&path);
+    let obs = sql(
+        &reg,
+        "SELECT SUM(fee) FROM visit v WHERE v.reason = 'consultation' AND paid_at IS NULL",
+    )
+    .unwrap();
+    assert_eq!(
+        obs.text,
+        "SUM(fee)\nNULL\n(no row of visit has reason = 'consultation'; the values of reason there \
+         are: 'vaccination', 'annual check-up', 'owner''s request')"
+    );
+    let obs = sql(&reg, "SELECT * FROM visit WHERE reason LIKE '%consult%'").unwrap();
+    assert!(
+        obs.text.starts_with("visit_id | reason | fee | paid_at\n(no rows)\n(no row of visit has reason LIKE '%consult%'"),
+        "{}",
+        obs.text
+    );
+    // Rows found, or a condition whose value is there: no note.
+    for q in [
+        "SELECT SUM(fee) FROM visit WHERE paid_at IS NULL",
+        "SELECT fee FROM visit WHERE reason = 'vaccination' AND fee > 100",
+    ] {
+        let obs = sql(&reg, q).unwrap();
+        assert!(!obs.text.contains("no row of"), "{q}: {}", obs.text);
+    }
+}
+
 #[test]
 fn the_sql_description_carries_the_schema() {
     let dir = tempfile::tempdir().unwrap();
