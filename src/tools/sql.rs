@@ -483,8 +483,10 @@ impl SqlTool {
                 // Under the same time limit as the query.
                 let note = if r.empty {
                     value_hint(conn, sql, &self.tables)
+                } else if r.keys_only {
+                    name_lookup(conn, sql, &self.tables, &r.keys, &self.options)
                 } else {
-                    name_lookup(conn, sql, &self.tables, &r.ids_only, &self.options)
+                    None
                 };
                 match note {
                     Some(note) => format!("{}\n{note}", r.text),
@@ -743,7 +745,10 @@ fn cut_chars(s: &str, max: usize) -> String {
 /// [`name_lookup`]), its id-like columns with the values shown in them.
 struct QueryResult {
     text: String,
-    ids_only: Vec<(String, Vec<rusqlite::types::Value>)>,
+    /// The id-like columns of the shown rows, with their values.
+    keys: Vec<(String, Vec<rusqlite::types::Value>)>,
+    /// Whether the rows hold keys and numbers only (no text but ids).
+    keys_only: bool,
     /// No rows, or one row of NULLs only (an aggregate over no rows).
     empty: bool,
 }
@@ -880,19 +885,16 @@ fn run_query(
     } else if more > 0 {
         out.push_str(&format!("({more} more rows{why})\n"));
     }
-    let ids_only = if shown > 0 && !text_seen {
-        names
-            .iter()
-            .cloned()
-            .zip(keys)
-            .filter(|(n, k)| id_like(n) && !k.is_empty())
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let keys = names
+        .iter()
+        .cloned()
+        .zip(keys)
+        .filter(|(n, k)| id_like(n) && !k.is_empty())
+        .collect();
     Ok(QueryResult {
         text: out.trim_end().to_string(),
-        ids_only,
+        keys,
+        keys_only: shown > 0 && !text_seen,
         empty: shown == 0 || (shown == 1 && all_null),
     })
 }

@@ -460,6 +460,47 @@ fn sample_rows_before_a_task_say_how_many_rows_the_table_has() {
     assert!(context.contains("39 | Zed | 1979-01-01"), "{context}");
 }
 
+/// Regression (issue 19): the loans linked to "Ice Maps" showed member numbers only, and the
+/// model answered "Member 1016 borrowed Ice Maps most recently". The rows the linked rows'
+/// other keys point to (the members) come with them.
+#[test]
+fn linked_rows_come_with_the_names_their_keys_point_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("library.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE members (member_no INTEGER PRIMARY KEY, first_nm TEXT, last_nm TEXT);
+         CREATE TABLE books (book_id INTEGER PRIMARY KEY, title TEXT);
+         CREATE TABLE loans (loan_id INTEGER PRIMARY KEY,
+             book_id INTEGER REFERENCES books(book_id),
+             member_no INTEGER REFERENCES members(member_no), loan_date TEXT);
+         INSERT INTO members VALUES (1011, 'Ada', 'Berg'), (1016, 'Hugo', 'Lambert'), (1020, 'Eva', 'Lind');
+         INSERT INTO books VALUES (16, 'Ice Maps'), (17, 'Tea with the Vicar');
+         INSERT INTO loans VALUES (12, 16, 1011, '2025-02-10'), (21, 17, 1020, '2025-03-12'),
+             (34, 16, 1016, '2025-05-06');",
+    )
+    .unwrap();
+    drop(conn);
+    let tool = SqlTool::open(&path, SqlOptions::default()).unwrap();
+    let context = tool
+        .context_for("Who borrowed Ice Maps most recently?", None)
+        .unwrap();
+    assert!(
+        context.contains(
+            "loan_id | book_id | member_no | loan_date\n\
+             34 | 16 | 1016 | 2025-05-06\n\
+             12 | 16 | 1011 | 2025-02-10\n\
+             (ordered by loan_date DESC: the latest date first: the most recent first)\n\
+             (member_no is the key of members; its rows for these keys:)\n\
+             member_no | first_nm | last_nm\n"
+        ),
+        "{context}"
+    );
+    assert!(context.contains("1016 | Hugo | Lambert"), "{context}");
+    // Only the members of these loans.
+    assert!(!context.contains("Eva"), "{context}");
+}
+
 /// Regression: asked for "the consultation fee of Milo's most recent visit", the 1.5B model
 /// was shown three unrelated rows of the visit table (its words point there; "Milo" is a pet's
 /// name, in another table) and answered with one of their fees. The context now holds the rows

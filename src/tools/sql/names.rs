@@ -308,7 +308,11 @@ impl SqlTool {
                 } else {
                     format!("-- {}: every row that holds {named}", h.table)
                 };
-                let block = format!("{heading}\n{}\n", r.text.trim_end());
+                // The rows their keys point to (a pet's owner).
+                let named = super::name_lookup(conn, &sql, &self.tables, &r.keys, &self.options)
+                    .map(|n| format!("{n}\n"))
+                    .unwrap_or_default();
+                let block = format!("{heading}\n{}\n{named}", r.text.trim_end());
                 if out.len() + block.len() > max_chars {
                     break;
                 }
@@ -392,7 +396,12 @@ impl SqlTool {
                     holder.table
                 )
             };
-            let block = format!("{heading}\n{}\n", r.text.trim_end());
+            // The rows their other keys point to (a loan's member): without them the model
+            // answered "Member 1016" for who borrowed a book.
+            let named = super::name_lookup(conn, &sql, &self.tables, &r.keys, &self.options)
+                .map(|n| format!("{n}\n"))
+                .unwrap_or_default();
+            let block = format!("{heading}\n{}\n{named}", r.text.trim_end());
             if out.len() + block.len() > max_chars {
                 break;
             }
