@@ -229,6 +229,21 @@ const LABELS: &[&str] = &[
     "track", "episode", "season", "volume", "vol", "article", "rule",
 ];
 
+/// Words before a number that make it a bound of a condition, not an amount to compute with:
+/// `orders below 100 euros`, `more than 5 items`.
+const BOUNDS: &[&str] = &[
+    "below",
+    "above",
+    "over",
+    "under",
+    "than",
+    "least",
+    "most",
+    "within",
+    "beyond",
+    "exceeding",
+];
+
 /// Words after a number that make it a date or a time, not an amount: `3 March`, `9 am`.
 const DATE_WORDS: &[&str] = &[
     "january",
@@ -293,8 +308,10 @@ fn quantities(task: &str) -> Vec<(String, f64, bool)> {
             .unwrap_or("")
             .to_lowercase();
         let year = !raw.contains(['.', ',']) && raw.len() == 4 && (1900.0..=2100.0).contains(&v);
-        // A label (`order 1042`, `#7`), or a value in code the task quotes (`MONTH(d) = 4`).
+        // A label (`order 1042`, `#7`), a bound (`orders below 100 euros`), or a value in
+        // code the task quotes (`MONTH(d) = 4`).
         let label = LABELS.contains(&prev.as_str())
+            || BOUNDS.contains(&prev.as_str())
             || before.trim_end().ends_with(['#', '-', '/', '=', '<', '>']);
         let amount = percent || (!next.is_empty() && !DATE_WORDS.contains(&next.as_str()));
         if amount
@@ -574,6 +591,8 @@ mod tests {
             "Is the clinic open at 9 am?",
             "What is the fee for 1 night?",
             "What does room #6 cost per night?",
+            "How much does return shipping cost for orders below 100 euros?",
+            "Who has more than 5 items on loan?",
             "Which pet came on 2025-03-10?",
             "How many visits took place in April? Use MONTH(visit_date) = 4 in the query.",
         ] {
