@@ -1460,22 +1460,33 @@ fn name_lookup(
             let Ok(mut rows) = stmt.query(rusqlite::params_from_iter(values.iter())) else {
                 continue;
             };
-            let mut lines = vec![format!("{key} | {}", texts.join(" | "))];
+            // (where its key first stands in the result, the line)
+            let mut found: Vec<(usize, String)> = Vec::new();
             while let Ok(Some(row)) = rows.next() {
                 let cells: Option<Vec<String>> = (0..=texts.len())
                     .map(|i| row.get_ref(i).ok().map(cell))
                     .collect();
                 let Some(cells) = cells else { break };
-                lines.push(cells.join(" | "));
-                if lines.len() > MAX_LOOKUP_KEYS {
+                let at = row
+                    .get::<_, rusqlite::types::Value>(0)
+                    .ok()
+                    .and_then(|k| values.iter().position(|v| *v == k))
+                    .unwrap_or(usize::MAX);
+                found.push((at, cells.join(" | ")));
+                if found.len() >= MAX_LOOKUP_KEYS {
                     break;
                 }
             }
-            if lines.len() < 2 {
+            if found.is_empty() {
                 continue;
             }
+            // In the order of the result, so the first row's key comes first: listed by key,
+            // the member of an older loan stood first and was taken for the latest borrower.
+            found.sort_by_key(|(at, _)| *at);
+            let mut lines = vec![format!("{key} | {}", texts.join(" | "))];
+            lines.extend(found.into_iter().map(|(_, l)| l));
             let note = format!(
-                "({column} is the key of {holder}; its rows for these keys:)\n{}",
+                "({column} is the key of {holder}; its rows for these keys, in the order above:)\n{}",
                 lines.join("\n")
             );
             return Some(cut_chars(&note, options.max_result_chars / 2));

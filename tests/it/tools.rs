@@ -322,7 +322,7 @@ fn a_result_of_keys_only_shows_the_rows_its_keys_name() {
     .unwrap();
     assert_eq!(
         out.text,
-        "member_no | n\n1001 | 2\n(member_no is the key of members; its rows for these keys:)\n\
+        "member_no | n\n1001 | 2\n(member_no is the key of members; its rows for these keys, in the order above:)\n\
          member_no | first_nm | last_nm\n1001 | Olivia | Grant"
     );
     let out = sql(&reg, "SELECT member_no FROM loans ORDER BY loan_id").unwrap();
@@ -352,7 +352,7 @@ fn a_result_of_keys_only_shows_the_rows_its_keys_name() {
     .unwrap()
     .text;
     assert!(
-        out.contains("(customer_id is the key of customers; its rows for these keys:)\nid | name"),
+        out.contains("(customer_id is the key of customers; its rows for these keys, in the order above:)\nid | name"),
         "{out}"
     );
 }
@@ -491,12 +491,17 @@ fn linked_rows_come_with_the_names_their_keys_point_to() {
              34 | 16 | 1016 | 2025-05-06\n\
              12 | 16 | 1011 | 2025-02-10\n\
              (ordered by loan_date DESC: the latest date first: the most recent first)\n\
-             (member_no is the key of members; its rows for these keys:)\n\
+             (member_no is the key of members; its rows for these keys, in the order above:)\n\
              member_no | first_nm | last_nm\n"
         ),
         "{context}"
     );
-    assert!(context.contains("1016 | Hugo | Lambert"), "{context}");
+    // In the order of the loans, the latest borrower first.
+    assert!(
+        context
+            .contains("member_no | first_nm | last_nm\n1016 | Hugo | Lambert\n1011 | Ada | Berg"),
+        "{context}"
+    );
     // Only the members of these loans.
     assert!(!context.contains("Eva"), "{context}");
 }
