@@ -113,13 +113,31 @@ impl SearchTool {
                 "no results for `{query}` in {files} indexed files; try other or fewer words"
             ));
         }
-        Ok(hits
+        let mut out = hits
             .iter()
             .map(|h| h.render())
             .collect::<Vec<_>>()
             .join("\n")
             .trim_end()
-            .to_string())
+            .to_string();
+        // The names the query writes that no passage shown holds. Regression: "Hugo Lambert
+        // email" found the library's own address by "email", and the model gave it as Hugo
+        // Lambert's; his row, with his email, was in the database.
+        let missing: Vec<String> = crate::tools::sql::name_terms(query)
+            .into_iter()
+            .filter(|n| {
+                let n = n.to_lowercase();
+                !hits.iter().any(|h| h.snippet.to_lowercase().contains(&n))
+            })
+            .map(|n| format!("\"{n}\""))
+            .collect();
+        if !missing.is_empty() {
+            out.push_str(&format!(
+                "\n(no passage shown holds {}: these match the query's other words)",
+                missing.join(" or ")
+            ));
+        }
+        Ok(out)
     }
 }
 

@@ -35,6 +35,7 @@ use serde_json::Value;
 use super::{parse_args, schema_of, Observation, Tool, ToolError};
 
 mod names;
+pub(crate) use names::name_terms;
 
 /// SQLite's heap limit for the whole process (`sqlite3_hard_heap_limit64`), set when a sql
 /// tool is opened: a query that needs more fails with an error instead of growing the process.

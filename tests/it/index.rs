@@ -312,3 +312,47 @@ fn search_context_shows_the_passages_that_match_the_task() {
     assert_eq!(tool.context_for("What is it and how is it?", None), None);
     assert_eq!(tool.context_for("zebra quantum", None), None);
 }
+
+/// Regression (issue 19): "Hugo Lambert email" found the library's own address by "email", and
+/// the model gave it as Hugo Lambert's (his row, with his email, was in the database). The
+/// search says which names of the query no passage shown holds.
+#[test]
+fn a_search_says_which_names_of_the_query_no_passage_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("membership.md"),
+        "# Membership\n\nQuestions about membership: membership@townlibrary.example.\n\n\
+         Hugo Lambert runs the book club.\n",
+    )
+    .unwrap();
+    let idx_path = dir.path().join("idx.sqlite");
+    Index::open_or_create(&idx_path)
+        .unwrap()
+        .update(std::slice::from_ref(&root))
+        .unwrap();
+    let mut reg = ToolRegistry::new(RegistryOptions::default());
+    reg.register(Arc::new(SearchTool::new(&idx_path))).unwrap();
+    let obs = reg
+        .call_value("search", &json!({"query": "Emma Novak membership email"}))
+        .unwrap();
+    assert!(
+        obs.text.contains("membership@townlibrary.example"),
+        "{}",
+        obs.text
+    );
+    assert!(
+        obs.text.ends_with(
+            "(no passage shown holds \"Emma Novak\": these match the query's other words)"
+        ),
+        "{}",
+        obs.text
+    );
+    // A name a passage holds: no note.
+    let obs = reg
+        .call_value("search", &json!({"query": "Hugo Lambert book club"}))
+        .unwrap();
+    assert!(obs.text.contains("Hugo Lambert runs"), "{}", obs.text);
+    assert!(!obs.text.contains("no passage shown holds"), "{}", obs.text);
+}
