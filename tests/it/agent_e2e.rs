@@ -107,6 +107,9 @@ fn run_answers_an_arithmetic_task_with_the_calculator() {
     assert!(r["rounds"].as_u64().unwrap() >= 2);
 }
 
+/// A count the context before round 1 does not hold: the model must query. (A product's
+/// price is shown before round 1 with the row of the product the task names, so "What is the
+/// price of the Helmet Pro?" needs no query any more; the 0.5B answered it with `1 * 89.9`.)
 #[test]
 fn run_answers_a_question_about_the_database_with_sql() {
     let home = tempfile::tempdir().unwrap();
@@ -114,11 +117,15 @@ fn run_answers_a_question_about_the_database_with_sql() {
     let (r, _) = run_json(
         home.path(),
         &["--db", db.to_str().unwrap()],
-        "What is the price of the Helmet Pro?",
+        "How many products are in the helmets category?",
     );
     assert_eq!(r["stop_reason"], "final_answer", "{r}");
-    assert!(r["answer"].as_str().unwrap().contains("89.9"), "{r}");
     assert_eq!(r["tool_calls"][0]["tool"], "sql", "{r}");
+    let answer = r["answer"].as_str().unwrap();
+    assert!(
+        answer.contains('2') && !answer.contains('3') && !answer.contains('8'),
+        "{r}"
+    );
 }
 
 #[test]
