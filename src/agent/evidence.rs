@@ -277,8 +277,8 @@ const DATE_WORDS: &[&str] = &[
 
 /// The amounts a task gives: numbers written before a word (`6 nights`, `3 Helmet Pro`, `5 of
 /// them`) or a percent (`15%`), as (how the task writes it, its value, whether a percent).
-/// Left out: years, dates and times, labels (`order 1042`, `#7`), and 0 and 1, which change
-/// nothing they multiply.
+/// Left out: years, dates and times, labels (`order 1042`, `#7`), bounds (`below 100 euros`),
+/// values in quoted code (`= 4`), and 0 and 1, which change nothing they multiply.
 fn quantities(task: &str) -> Vec<(String, f64, bool)> {
     let mut out = Vec::new();
     let mut at = 0;
