@@ -1013,7 +1013,7 @@ fn order_term(sql: &str) -> Option<(String, bool)> {
 }
 
 /// A note on what an order by a date puts first, when the ordered `column` holds dates (its
-/// `first` shown value reads `YYYY-MM-DD`, or, not shown, its name says date or birth).
+/// `first` shown value reads `YYYY-MM-DD`, or, not shown, its name says date or birth: [`is_date_column`]).
 /// Regression: asked for the oldest member, the model ordered by `dob DESC`, read the first
 /// row (born 2016) as the oldest, and answered with a child.
 fn order_note(column: &str, desc: bool, first: Option<&str>) -> Option<String> {
@@ -1024,7 +1024,7 @@ fn order_note(column: &str, desc: bool, first: Option<&str>) -> Option<String> {
             let b = v.as_bytes();
             b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-'
         }
-        None => birth || lower.contains("date"),
+        None => birth || is_date_column(column, ""),
     };
     if !dated {
         return None;
@@ -1039,6 +1039,18 @@ fn order_note(column: &str, desc: bool, first: Option<&str>) -> Option<String> {
         "(ordered by {column}{}: {first})\n",
         if desc { " DESC" } else { "" }
     ))
+}
+
+/// Whether a column (its name and declared type) holds dates: a DATE or TIME type, or a name
+/// that says date (`visit_date`, `dob`, `joined_on`, `paid_at`).
+fn is_date_column(name: &str, declared: &str) -> bool {
+    let (n, ty) = (name.to_ascii_lowercase(), declared.to_ascii_lowercase());
+    ty.contains("date")
+        || ty.contains("time")
+        || n.contains("date")
+        || n == "dob"
+        || n.ends_with("_on")
+        || n.ends_with("_at")
 }
 
 fn id_like(column: &str) -> bool {

@@ -374,7 +374,7 @@ impl SqlTool {
             // the first taken for the most recent.
             let order = super::column_types(conn, t)
                 .into_iter()
-                .find(|(c, ty, _)| is_date_column(c, ty))
+                .find(|(c, ty, _)| super::is_date_column(c, ty))
                 .map(|(c, _, _)| format!(" ORDER BY {} DESC", quote(&c)))
                 .unwrap_or_default();
             let sql = format!(
@@ -410,18 +410,6 @@ impl SqlTool {
         }
         out
     }
-}
-
-/// Whether a column (its name and declared type) holds dates: a DATE or TIME type, or a name
-/// that says date (`visit_date`, `dob`, `joined_on`, `paid_at`).
-fn is_date_column(name: &str, declared: &str) -> bool {
-    let (n, ty) = (name.to_ascii_lowercase(), declared.to_ascii_lowercase());
-    ty.contains("date")
-        || ty.contains("time")
-        || n.contains("date")
-        || n == "dob"
-        || n.ends_with("_on")
-        || n.ends_with("_at")
 }
 
 #[cfg(test)]
