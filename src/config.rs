@@ -57,7 +57,7 @@ pub const SETTINGS: &[Setting] = &[
         flag: "--engine",
         env: "CAIRN_ENGINE",
         default: "native",
-        doc: "The forward pass: native (cairn's own CPU kernels, AVX-512 VNNI / AVX2 / portable, picked at run time) or candle (the candle engine, written for any candle device; on the CPU the reference the native one is tested against).",
+        doc: "The forward pass: native (cairn's own CPU kernels, AMX / AVX-512 VNNI / AVX2 / portable, picked at run time) or candle (the candle engine, written for any candle device; on the CPU the reference the native one is tested against).",
     },
     Setting {
         flag: "--memory",
@@ -105,7 +105,7 @@ pub const SETTINGS: &[Setting] = &[
         flag: "",
         env: "CAIRN_ISA",
         default: "the best the CPU has",
-        doc: "The native engine's kernels: scalar, avx2 or avx512 (never above what the CPU has), for comparisons.",
+        doc: "The native engine's kernels: scalar, avx2, avx512 or amx (never above what the CPU has), for comparisons.",
     },
     Setting {
         flag: "",

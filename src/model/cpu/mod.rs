@@ -1,7 +1,8 @@
 //! cairn's own CPU engine: the decoder on plain `f32` buffers and quantized weights, without
 //! a tensor library in the hot path (the default engine).
 //!
-//! - [`kernels`]: quantized dot products (AVX-512 VNNI, AVX2, scalar), chosen at run time.
+//! - [`kernels`]: quantized dot products (AMX tiles for prefill, AVX-512 VNNI, AVX2, scalar),
+//!   chosen at run time.
 //! - [`matmul`]: weight matrices in their GGUF formats and the threaded matmul.
 //! - [`pool`]: the threads, shared by every session of the process.
 //! - `attention`: causal grouped-query attention over the KV cache (per token and tiled).
@@ -44,7 +45,8 @@ macro_rules! multiversion {
                 }
                 match $crate::model::cpu::kernels::Isa::detect() {
                     // SAFETY: `Isa::detect` found these features on this CPU.
-                    $crate::model::cpu::kernels::Isa::Avx512Vnni => {
+                    $crate::model::cpu::kernels::Isa::Avx512Vnni
+                    | $crate::model::cpu::kernels::Isa::Amx => {
                         return unsafe { v512 $(::<$c>)? ($($arg),*) }
                     }
                     $crate::model::cpu::kernels::Isa::Avx2 => {

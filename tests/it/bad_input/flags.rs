@@ -159,7 +159,7 @@ pub(super) fn cases() -> Vec<Case> {
         case(
             "unknown CAIRN_ISA",
             2,
-            &["CAIRN_ISA is `avx9000`", "scalar, avx2 or avx512"],
+            &["CAIRN_ISA is `avx9000`", "scalar, avx2, avx512 or amx"],
             |_| run(["tools", "list"]).env("CAIRN_ISA", "avx9000"),
         ),
         // Regression: `run` printed an empty answer with an error and exited 0.

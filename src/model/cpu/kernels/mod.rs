@@ -16,13 +16,18 @@
 //! activations quantized as ggml's Q8_K ([`Q8KRow`]), with AVX-512 (64 values per
 //! instruction, `vpmaddubsw` + `vpdpwssd`), AVX2 and scalar kernels.
 //!
-//! One file per instruction set: `scalar` (portable, and the reference), `avx2` and
-//! `avx512` (x86-64 only). This file holds what they share: the instruction-set detection,
+//! On CPUs with Intel AMX, prefill (16 tokens or more) runs on AMX-INT8 tiles instead
+//! ([`amx`]): 16 tokens by 16 weight rows per instruction, for every format here.
+//!
+//! One file per instruction set: `scalar` (portable, and the reference), `avx2`, `avx512`
+//! and `amx` (x86-64 only). This file holds what they share: the instruction-set detection,
 //! the formats, the activation quantizers and layouts, and the entry points that dispatch
 //! on an [`Isa`].
 
 use std::sync::OnceLock;
 
+#[cfg(target_arch = "x86_64")]
+pub mod amx;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -45,6 +50,8 @@ pub enum Isa {
     Avx2,
     /// AVX-512 (F, BW, VL, DQ) with VNNI byte dot products (and BMI2).
     Avx512Vnni,
+    /// [`Isa::Avx512Vnni`], with Intel AMX-INT8 tiles for prefill ([`amx`]).
+    Amx,
 }
 
 /// The cap set by [`Isa::limit_to`].
@@ -68,12 +75,13 @@ impl Isa {
         LIMIT.set(limit).is_ok()
     }
 
-    /// The set named `name` (`scalar`, `avx2`, `avx512`, or a [`Isa::name`]).
+    /// The set named `name` (`scalar`, `avx2`, `avx512`, `amx`, or a [`Isa::name`]).
     pub fn parse(name: &str) -> Option<Isa> {
         match name {
             "scalar" => Some(Isa::Scalar),
             "avx2" => Some(Isa::Avx2),
             "avx512" | "avx512vnni" => Some(Isa::Avx512Vnni),
+            "amx" => Some(Isa::Amx),
             _ => None,
         }
     }
@@ -91,7 +99,11 @@ impl Isa {
                 && is_x86_feature_detected!("fma")
                 && is_x86_feature_detected!("f16c")
             {
-                return Isa::Avx512Vnni;
+                return if amx::available() {
+                    Isa::Amx
+                } else {
+                    Isa::Avx512Vnni
+                };
             }
             if is_x86_feature_detected!("avx2")
                 && is_x86_feature_detected!("fma")
@@ -105,18 +117,19 @@ impl Isa {
 
     /// Every instruction set this CPU can run, lowest first (for tests and benches).
     pub fn all_supported() -> Vec<Isa> {
-        [Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni]
+        [Isa::Scalar, Isa::Avx2, Isa::Avx512Vnni, Isa::Amx]
             .into_iter()
             .filter(|&i| i <= Isa::best_supported())
             .collect()
     }
 
-    /// A short name: `scalar`, `avx2`, `avx512vnni`.
+    /// A short name: `scalar`, `avx2`, `avx512vnni`, `amx`.
     pub fn name(self) -> &'static str {
         match self {
             Isa::Scalar => "scalar",
             Isa::Avx2 => "avx2",
             Isa::Avx512Vnni => "avx512vnni",
+            Isa::Amx => "amx",
         }
     }
 }
@@ -247,7 +260,7 @@ pub fn dot<const T: usize>(isa: Isa, format: Format, row: &[u8], x: &[Q8Row; T])
     let mut qp = vec![0u8; T * np * PAIR_BYTES];
     let mut dp = vec![0f32; T * np * 2];
     let mut sp = vec![0f32; T * np * 2];
-    if isa == Isa::Avx512Vnni {
+    if isa >= Isa::Avx512Vnni {
         for t in 0..T {
             let xt = Q8Row {
                 qs: &x[t].qs[..blocks * QK],
@@ -314,14 +327,14 @@ pub unsafe fn dot_raw<const T: usize>(
 ) -> [f32; T] {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512Vnni if T > 1 => avx512::dot_pairs(format, row, blocks, x),
+        Isa::Avx512Vnni | Isa::Amx if T > 1 => avx512::dot_pairs(format, row, blocks, x),
         // One token (decode) on AVX-512 takes the AVX2 kernel: with nothing to share between
         // tokens, the pair layout's extra `vpdpbusd` per pair (for the +128 offset) and its
         // unpacking cost more than 512-bit lanes save. On a 2-core Intel Xeon with AVX-512
         // VNNI, decode ran at 93 (smollm2-135m) and 26 (qwen2.5-coder-0.5b) tok/s with the
         // pair kernel against 157 and 37 with this one (`cairn bench -p 128 -n 64 -r 2`).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 | Isa::Avx512Vnni => avx2::dot_avx2(format, row, blocks, x),
+        Isa::Avx2 | Isa::Avx512Vnni | Isa::Amx => avx2::dot_avx2(format, row, blocks, x),
         _ => scalar::dot_scalar_raw(format, row, blocks, x),
     }
 }
@@ -530,9 +543,9 @@ pub unsafe fn dot_k_raw<const T: usize>(
 ) -> [f32; T] {
     match (isa, format) {
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx512Vnni, KFormat::Q4K) => avx512::dot_q4k(row, blocks, x),
+        (Isa::Avx512Vnni | Isa::Amx, KFormat::Q4K) => avx512::dot_q4k(row, blocks, x),
         #[cfg(target_arch = "x86_64")]
-        (Isa::Avx512Vnni, KFormat::Q6K) => avx512::dot_q6k(row, blocks, x),
+        (Isa::Avx512Vnni | Isa::Amx, KFormat::Q6K) => avx512::dot_q6k(row, blocks, x),
         #[cfg(target_arch = "x86_64")]
         (Isa::Avx2, KFormat::Q4K) => avx2::dot_q4k(row, blocks, x),
         #[cfg(target_arch = "x86_64")]

@@ -426,3 +426,69 @@ fn avx512_and_avx2_k_quant_kernels_agree_to_the_last_bit() {
         }
     }
 }
+
+/// The AMX prefill path against the scalar kernel, through the matmul: every stored format
+/// (every byte pattern of the blocks), rows of whole tiles and not (the last piece of a
+/// 40-row matrix takes the AVX-512 kernels), widths of one to 35 super-blocks, and token
+/// counts with and without a partial last tile. Skipped where the CPU has no AMX.
+#[test]
+fn amx_prefill_matches_the_scalar_kernel_on_random_blocks() {
+    use crate::model::cpu::matmul::{matmul_with, Acts as Batch, Needs, QMatrix, Stored};
+    if !Isa::all_supported().contains(&Isa::Amx) {
+        eprintln!("skipped: this CPU has no AMX (or the kernel does not grant it)");
+        return;
+    }
+    let mut rng = Rng(0x9E3779B97F4A7C15);
+    let cases: [(Stored, &[usize]); 5] = [
+        (Stored::Q4_1, &[32, 96, 1536]),
+        (Stored::Q5_0, &[32, 96, 1536]),
+        (Stored::Q8_0, &[32, 96, 1536]),
+        (Stored::Q4K, &[256, 1536, 8960]),
+        (Stored::Q6K, &[256, 1536, 8960]),
+    ];
+    for (stored, widths) in cases {
+        for &cols in widths {
+            for rows in [48, 40] {
+                let mut bytes = Vec::new();
+                for _ in 0..rows {
+                    bytes.extend(match stored {
+                        Stored::Q4_1 => random_row(Format::Q4_1, cols / QK, &mut rng),
+                        Stored::Q5_0 => random_row(Format::Q5_0, cols / QK, &mut rng),
+                        Stored::Q8_0 => random_row(Format::Q8_0, cols / QK, &mut rng),
+                        Stored::Q4K => random_k_row(KFormat::Q4K, cols / QK_K, &mut rng),
+                        Stored::Q6K => random_k_row(KFormat::Q6K, cols / QK_K, &mut rng),
+                    });
+                }
+                let m = QMatrix::from_bytes(stored, rows, cols, &bytes).unwrap();
+                let mut w = vec![0f32; rows * cols];
+                for r in 0..rows {
+                    m.dequantize_row(r, &mut w[r * cols..(r + 1) * cols]);
+                }
+                for n in [16, 17, 40] {
+                    let x: Vec<f32> = (0..n * cols).map(|_| rng.unit() * 3.0).collect();
+                    let run = |isa: Isa| {
+                        let mut acts = Batch::default();
+                        acts.quantize_for(isa, &x, n, cols, Needs::ALL);
+                        let mut y = vec![0f32; n * rows];
+                        matmul_with(isa, &[&m], &acts, &mut [&mut y]);
+                        y
+                    };
+                    let (got, want) = (run(Isa::Amx), run(Isa::Scalar));
+                    for t in 0..n {
+                        for r in 0..rows {
+                            let magnitude: f64 = (0..cols)
+                                .map(|c| (w[r * cols + c] as f64 * x[t * cols + c] as f64).abs())
+                                .sum();
+                            let (g, e) = (got[t * rows + r], want[t * rows + r]);
+                            assert!(
+                                ((g - e) as f64).abs() <= 1e-5 * magnitude + 1e-6,
+                                "{stored:?} {rows}×{cols} n={n} ({t},{r}): AMX {g}, scalar {e} \
+                                 (scale {magnitude})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
