@@ -65,15 +65,7 @@ fn same(raw: &str, x: f64, e: f64) -> bool {
 /// The numbers of `answer` that appear in none of `evidence` (by value, allowing rounding),
 /// in the order written, each once.
 pub fn unsupported(answer: &str, evidence: &[&str]) -> Vec<String> {
-    let known: Vec<f64> = evidence
-        .iter()
-        .flat_map(|t| {
-            numbers(t)
-                .into_iter()
-                .map(|(_, v)| v)
-                .chain(percent_factors(t))
-        })
-        .collect();
+    let known = known_values(evidence);
     let mut out: Vec<String> = Vec::new();
     for (raw, x) in numbers(answer) {
         if !known.iter().any(|&e| same(&raw, x, e)) && !out.contains(&raw) {
@@ -118,6 +110,9 @@ pub struct Check {
     /// Numbers that calculator expressions used but that appear in no evidence before them
     /// (made up, like a price never looked up): those calls' results are not evidence.
     pub ungrounded_inputs: Vec<String>,
+    /// The arithmetic the answer shows that the calculator confirmed (see [`shown_results`]):
+    /// its amounts were used as much as a calculator call's.
+    pub shown: Vec<String>,
 }
 
 /// Checks `answer` against `base` (the task, its context, earlier turns, facts) and the
@@ -150,7 +145,98 @@ pub fn check(answer: &str, base: &[&str], rounds: &[(Option<&str>, &str)]) -> Ch
             None => evidence.push(obs),
         }
     }
-    out.unsupported = unsupported(answer, &evidence);
+    let known = known_values(&evidence);
+    let shown = shown_results(answer, &known);
+    out.unsupported = unsupported(answer, &evidence)
+        .into_iter()
+        .filter(|raw| {
+            let x: f64 = raw.replace(',', "").parse().unwrap_or(f64::NAN);
+            !shown.iter().any(|&(_, v)| same(raw, x, v))
+        })
+        .collect();
+    out.shown = shown.into_iter().map(|(e, _)| e).collect();
+    out
+}
+
+/// Every number of `evidence`, with the factors its percents stand for.
+fn known_values(evidence: &[&str]) -> Vec<f64> {
+    evidence
+        .iter()
+        .flat_map(|t| {
+            numbers(t)
+                .into_iter()
+                .map(|(_, v)| v)
+                .chain(percent_factors(t))
+        })
+        .collect()
+}
+
+/// The results of the arithmetic `answer` shows, checked with the calculator: in
+/// `37 * 24 = 888`, 888 counts as evidence when it is the expression's value and every operand
+/// is in `known`, a common constant, or an earlier such result. In a chain worked step by step,
+/// `37 * 24 + 100 = 888 + 100 = 988`, a value may be that of a leading part of the expression
+/// before it (`37 * 24`). Checking the answer's own arithmetic is what a calculator call would
+/// have done; the answer is sent back only for what the arithmetic does not give. Regression:
+/// the 0.5B answered `37 * 24 + 100 = 888 + 100 = 988`, was told 888 and 988 came from
+/// nowhere, and answered `888 + 988 = 1876`.
+fn shown_results(answer: &str, known: &[f64]) -> Vec<(String, f64)> {
+    let mut results: Vec<(String, f64)> = Vec::new();
+    for line in answer.lines() {
+        let parts: Vec<&str> = line.split('=').collect();
+        for pair in parts.windows(2) {
+            let (before, after) = (pair[0], pair[1]);
+            // The value must open what follows the `=` (after spaces, `$` or `\(`).
+            let Some((raw, value)) = numbers(after).into_iter().next() else {
+                continue;
+            };
+            let lead = &after[..after.find(raw.as_str()).unwrap_or(0)];
+            if lead.chars().any(|c| c.is_alphanumeric()) {
+                continue;
+            }
+            let Some(expr) = super::reason::arithmetic_tail(before) else {
+                continue;
+            };
+            let grounded = numbers(&expr).iter().all(|&(_, x)| {
+                is_common_constant(x.abs())
+                    || known
+                        .iter()
+                        .chain(results.iter().map(|(_, v)| v))
+                        .any(|&k| (k - x).abs() <= 1e-9 * k.abs().max(1.0))
+            });
+            let part = leading_parts(&expr).into_iter().find(|e| {
+                crate::tools::calculator::evaluate(e).is_ok_and(|v| same(&raw, value, v.as_f64()))
+            });
+            if let (true, Some(part)) = (grounded, part) {
+                results.push((part.to_string(), value));
+            }
+        }
+    }
+    results
+}
+
+/// `expr` and each part of it that ends before an operator outside parentheses, longest first
+/// (`37 * 24 + 100`, `37 * 24`, `37`).
+fn leading_parts(expr: &str) -> Vec<&str> {
+    let mut out = vec![expr];
+    let mut depth = 0i32;
+    let mut operand = false;
+    for (i, c) in expr.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                operand = true;
+            }
+            '+' | '-' | '*' | '/' | '^' if depth == 0 && operand => {
+                out.push(expr[..i].trim_end());
+                operand = false;
+            }
+            c if c.is_ascii_digit() || c == '.' => operand = true,
+            _ => {}
+        }
+    }
+    out.sort_by_key(|e| std::cmp::Reverse(e.len()));
+    out.dedup();
     out
 }
 
@@ -490,6 +576,35 @@ mod tests {
         let fees = "-- visit: 3 of its 30 rows (query for the others)\n\
                     visit_id | fee\n1 | 48\n2 | 62\n3 | 7";
         assert_eq!(from_sample("48 + 62", &[fees], &[task]), vec!["48", "62"]);
+    }
+
+    #[test]
+    fn arithmetic_the_answer_shows_is_checked_not_sent_back() {
+        let task = ["A shop sells 37 boxes of 24 pens each, and 100 loose pens. How many pens?"];
+        // A chain worked step by step: 888 is 37 * 24, 988 is 888 + 100.
+        let c = check("37 * 24 + 100 = 888 + 100 = 988", &task, &[]);
+        assert!(c.unsupported.is_empty(), "{c:?}");
+        assert_eq!(c.shown, ["37 * 24", "888 + 100"]);
+        assert!(
+            check("37 \\times 24 = 888 pens, and 888 + 100 = 988.", &task, &[])
+                .unsupported
+                .is_empty()
+        );
+        // Wrong arithmetic, and a right result from a number found nowhere, are sent back.
+        assert_eq!(check("37 * 24 = 878", &task, &[]).unsupported, ["878"]);
+        assert_eq!(
+            check("888 + 988 = 1876", &task, &[]).unsupported,
+            ["888", "988", "1876"]
+        );
+        assert_eq!(
+            check("37 * 26 = 962", &task, &[]).unsupported,
+            ["26", "962"]
+        );
+        // A value not right after the `=` is not what the arithmetic gives.
+        assert_eq!(
+            check("37 * 24 = about 888", &task, &[]).unsupported,
+            ["888"]
+        );
     }
 
     #[test]

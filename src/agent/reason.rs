@@ -132,6 +132,14 @@ pub fn checked_equation(text: &str) -> Option<(String, String)> {
     Some((expr, inline_value(&value)?))
 }
 
+/// The arithmetic that ends `text` (its last line, LaTeX and typographic operators read as
+/// the calculator's), when there is an operator between two operands: what an answer's
+/// `37 * 24 + 100 = 988` says it computed before the `=`.
+pub(crate) fn arithmetic_tail(text: &str) -> Option<String> {
+    let line = text.rsplit('\n').next().unwrap_or(text);
+    expression_suffix(&normalize(line))
+}
+
 /// The value as the reasoning should read it: an integer or a short decimal; a longer one
 /// rounded to 4 decimals. `None` for a value that has no such form (too large).
 fn inline_value(v: &Num) -> Option<String> {
@@ -149,14 +157,20 @@ fn inline_value(v: &Num) -> Option<String> {
 
 /// One line of reasoning with LaTeX and typographic operators written as the calculator's:
 /// `\times`, `\cdot`, `×` → `*`; `\div`, `÷` → `/`; `−` → `-`; `\frac{a}{b}` → `((a)/(b))`;
-/// math delimiters, `$` and `\left`/`\right` dropped; thousands separators (`1,200`) joined.
+/// math delimiters, `$` and `\left`/`\right` dropped; units and labels in `\text{…}` or
+/// `\mathrm{…}` (`211 \text{ boxes}`) dropped; thousands separators (`1,200`) joined.
 fn normalize(line: &str) -> String {
     static SEPARATOR: OnceLock<regex::Regex> = OnceLock::new();
     static FRAC: OnceLock<regex::Regex> = OnceLock::new();
+    static UNIT: OnceLock<regex::Regex> = OnceLock::new();
     let frac = FRAC.get_or_init(|| {
         regex::Regex::new(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}").expect("the pattern is valid")
     });
-    let mut s = line.to_string();
+    // Only words: `\text{42}` is a number written as text, kept.
+    let unit = UNIT.get_or_init(|| {
+        regex::Regex::new(r"\\(?:text|mathrm|mbox)\{[^{}0-9]*\}").expect("the pattern is valid")
+    });
+    let mut s = unit.replace_all(line, " ").into_owned();
     for (from, to) in [
         ("\\times", "*"),
         ("\\cdot", "*"),
@@ -257,6 +271,15 @@ mod tests {
         assert_eq!(check("Each: 100 ÷ 3 =").as_deref(), Some("33.3333"));
         assert_eq!(check("0.2 * 0.5 =").as_deref(), Some("0.1"));
         assert_eq!(check("2 − 5 =").as_deref(), Some("-3"));
+        // Units in `\text{…}`, inside a fraction and between factors (the 0.5B's habit).
+        assert_eq!(
+            check("\\text{Boxes} = \\frac{1234 \\text{ eggs}}{6 \\text{ eggs/box}} =").as_deref(),
+            Some("205.6667")
+        );
+        assert_eq!(
+            check("211 \\text{ boxes} \\times 3 \\mathrm{dollars} =").as_deref(),
+            Some("633")
+        );
         assert_eq!(
             check("1. First step.\n2. Total: 14 + 16 + 12 =").as_deref(),
             Some("42")

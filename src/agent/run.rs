@@ -876,11 +876,13 @@ impl<P: Policy> Agent<P> {
                     None
                 } else {
                     // An amount the task gives that no call used.
+                    // The answer's own arithmetic, when the calculator confirmed it, counts.
                     let uses: Vec<String> = steps
                         .iter()
                         .flatten()
                         .filter(|s| s["action"] != FINAL_ANSWER)
                         .map(|s| s["args"].to_string())
+                        .chain(checked.shown.iter().cloned())
                         .collect();
                     let uses: Vec<&str> = uses.iter().map(String::as_str).collect();
                     let unused = super::evidence::unused_quantities(task, &answer, &uses);

@@ -161,11 +161,15 @@ fn run_answers_a_question_about_the_documents_with_search() {
     assert!(events[0]["tools"].as_array().unwrap().len() >= 3);
 }
 
+/// Two turns of one chat session, then the session resumed. With the default preset (the
+/// 1.5B): the 0.5B's first answer here is a coin flip between the price the context shows and
+/// `1/89.9 * 89.9` = 1, decided by the order of float sums in the kernels (AVX2 and AVX-512
+/// took different sides), which is not what this test is about.
 #[test]
 fn chat_carries_the_session_from_one_turn_to_the_next_and_resumes() {
     let home = tempfile::tempdir().unwrap();
     let db = examples().join("shop.sqlite");
-    let model = preset_path(DEFAULT);
+    let model = preset_path("qwen2.5-coder-1.5b");
     let out = cairn(home.path())
         .args(["chat", "--json", "--session", "shop", "--db"])
         .arg(&db)
@@ -267,10 +271,15 @@ fn bad_loop_flags_are_refused_with_the_flag_named() {
     }
 }
 
-/// Issue 19 (room to reason): a word problem is worked by the `reason` action, in plain text,
-/// and each calculation it writes is completed by the calculator, not by the model.
+/// Issue 19 (room to reason): a word problem is worked out with arithmetic the calculator
+/// checked. With `--reason` the 0.5B either works it in plain text with the `reason` action,
+/// where each calculation it writes is completed by the calculator, not by the model; or it
+/// answers at once showing its arithmetic (`37 * 24 + 100 = 888 + 100 = 988`), which the
+/// evidence check confirms with the calculator instead of sending it back. Which of the two it
+/// takes is a near-tie that the order of float sums in the kernels decides (AVX2 and AMX
+/// answer at once here, AVX-512 reasons first), so either passes, and each is checked.
 #[test]
-fn run_works_a_word_problem_out_with_reason_and_checked_arithmetic() {
+fn run_works_a_word_problem_out_with_checked_arithmetic() {
     let home = tempfile::tempdir().unwrap();
     let (r, events) = run_json(
         home.path(),
@@ -278,12 +287,19 @@ fn run_works_a_word_problem_out_with_reason_and_checked_arithmetic() {
         "A shop sells 37 boxes of 24 pens each, and 100 loose pens. How many pens does it sell?",
     );
     assert_eq!(r["stop_reason"], "final_answer", "{r}");
-    assert!(r["answer"].as_str().unwrap().contains("988"), "{r}");
+    let answer = r["answer"].as_str().unwrap();
+    assert!(answer.contains("988"), "{r}");
+    let Some(reason) = events.iter().find(|e| e["event"] == "reason") else {
+        // Answered at once: its numbers passed the evidence check on the first try.
+        assert_eq!(r["rounds"], 1, "{r}");
+        assert!(
+            !events.iter().any(|e| e["event"] == "evidence_check"),
+            "{events:?}"
+        );
+        assert!(answer.contains("888"), "the arithmetic shown: {r}");
+        return;
+    };
     assert_eq!(r["tool_calls"][0]["tool"], "reason", "{r}");
-    let reason = events
-        .iter()
-        .find(|e| e["event"] == "reason")
-        .expect("a reason event");
     let checked = reason["checked"].as_array().unwrap();
     assert!(!checked.is_empty(), "{reason}");
     let text = reason["text"].as_str().unwrap();
