@@ -5,7 +5,7 @@
 //! [`super::Isa::detect`].
 
 use super::avx2::{half, hsum, hsum4, prefetch, q4k_mins, scales_mins_q4k, unpack};
-use super::{Format, KFormat, KPtrs, XPtrs, QK_K, V512};
+use super::{Format, KFormat, KPtrs, XPtrs, QK, QK_K, V512};
 use std::arch::x86_64::*;
 
 /// Two weight blocks as one 512-bit vector of signed bytes, interleaved four bytes at a
@@ -402,4 +402,166 @@ pub(super) unsafe fn dot_q6k<const T: usize>(
 #[inline(always)]
 unsafe fn fold(v: __m512i) -> __m256i {
     _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1))
+}
+
+/// One token against one row of a 32-value block format (decode), two blocks per 512-bit
+/// `vpdpbusd` on the activations as they lie (no pair layout). Q4_1's nibbles are unsigned and
+/// the activations signed, the instruction's own form; the signed weights of Q5_0 and Q8_0 go
+/// in as their magnitudes, with the activations negated where a weight is negative. Lanes
+/// 0–7 hold the first block's sums, 8–15 the second's; each is scaled by its own `d_w · d_x`,
+/// and Q4_1's offsets `m_w · s_x` are added beside. Two accumulators, so that one pair's fused
+/// multiply-add does not wait for the previous one's. On a 2-core Xeon with AVX-512 and AMX,
+/// smollm2 (Q4_1) decoded at 194–218 tok/s with this kernel against 149–169 with the AVX2 one
+/// (`cairn bench --model smollm2-135m -p 64 -n 256 -r 5`, alternating builds), and
+/// qwen2.5-coder-0.5b (Q5_0 and Q8_0 beside its K-quants) at 41.3–41.5 against 38.6
+/// (`-n 128 -r 3`).
+#[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
+pub(super) unsafe fn dot_one(
+    format: Format,
+    p: *const u8,
+    blocks: usize,
+    xq: *const i8,
+    xd: *const f32,
+    xs: *const f32,
+) -> f32 {
+    match format {
+        Format::Q4_1 => dot_one_of::<0>(p, blocks, xq, xd, xs),
+        Format::Q5_0 => dot_one_of::<1>(p, blocks, xq, xd, xs),
+        Format::Q8_0 => dot_one_of::<2>(p, blocks, xq, xd, xs),
+    }
+}
+
+/// Two blocks' 16 bytes of packed nibbles at `a` and `b` (`b` read only when `two`, else
+/// zero) to 64 bytes in value order: the first block's 32 values, then the second's.
+#[inline(always)]
+unsafe fn two_nibbles(a: *const u8, b: *const u8, two: bool) -> __m512i {
+    let q0 = _mm_loadu_si128(a as *const __m128i);
+    let q1 = if two {
+        _mm_loadu_si128(b as *const __m128i)
+    } else {
+        _mm_setzero_si128()
+    };
+    let raw = _mm256_set_m128i(q1, q0);
+    let both = _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
+    // [q0 low, q1 low, q0 high, q1 high] to [q0 low, q0 high, q1 low, q1 high].
+    _mm512_and_si512(
+        _mm512_shuffle_i64x2(both, both, 0b11_01_10_00),
+        _mm512_set1_epi8(0x0F),
+    )
+}
+
+/// Two floats at `p` (or one and a zero when not `two`) in the low lanes.
+#[inline(always)]
+unsafe fn two_floats(p: *const f32, two: bool) -> __m128 {
+    if two {
+        _mm_castpd_ps(_mm_load_sd(p as *const f64))
+    } else {
+        _mm_load_ss(p)
+    }
+}
+
+/// Blocks `b` and `b + 1` of [`dot_one_of`] (the second absent when not `two`) into `acc`
+/// and, for Q4_1, the offsets into `off`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn one_pair<const F: u8>(
+    p: *const u8,
+    b: usize,
+    two: bool,
+    xq: *const i8,
+    xd: *const f32,
+    xs: *const f32,
+    acc: &mut __m512,
+    off: &mut __m128,
+) {
+    let format = [Format::Q4_1, Format::Q5_0, Format::Q8_0][F as usize];
+    let bb = format.block_bytes();
+    let w = p.add(b * bb);
+    let w1 = w.add(bb);
+    let xv = if two {
+        _mm512_loadu_si512(xq.add(b * QK) as *const _)
+    } else {
+        _mm512_maskz_loadu_epi8(0xFFFF_FFFF, xq.add(b * QK))
+    };
+    let sum = if F == 0 {
+        _mm512_dpbusd_epi32(
+            _mm512_setzero_si512(),
+            two_nibbles(w.add(4), w1.add(4), two),
+            xv,
+        )
+    } else {
+        let q = if F == 1 {
+            // A clear high bit makes the value its nibble − 16 (the top four bits set).
+            let qh0 = (w.add(2) as *const u32).read_unaligned() as u64;
+            let qh1 = if two {
+                (w1.add(2) as *const u32).read_unaligned() as u64
+            } else {
+                0
+            };
+            let hi = _mm512_maskz_mov_epi8(!(qh0 | qh1 << 32), _mm512_set1_epi8(0xF0u8 as i8));
+            _mm512_or_si512(two_nibbles(w.add(6), w1.add(6), two), hi)
+        } else {
+            let q0 = _mm256_loadu_si256(w.add(2) as *const __m256i);
+            let q1 = if two {
+                _mm256_loadu_si256(w1.add(2) as *const __m256i)
+            } else {
+                _mm256_setzero_si256()
+            };
+            _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1)
+        };
+        let negative = _mm512_movepi8_mask(q);
+        let xs = _mm512_mask_sub_epi8(xv, negative, _mm512_setzero_si512(), xv);
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), xs)
+    };
+    // The two blocks' f16 headers: [d0, m0, d1, m1] (Q4_1) or [d0, ·, d1, ·].
+    let h1 = if two {
+        (w1 as *const i32).read_unaligned()
+    } else {
+        0
+    };
+    let dm = _mm_cvtph_ps(_mm_insert_epi32(
+        _mm_cvtsi32_si128((w as *const i32).read_unaligned()),
+        h1,
+        1,
+    ));
+    let d = _mm_shuffle_ps(dm, dm, 0b10_00_10_00); // [d0, d1, d0, d1]
+                                                   // Lane j of the scale vector takes pair scale j / 8.
+    let spread = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    let dx = two_floats(xd.add(b), two);
+    let scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_mul_ps(d, dx)));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, *acc);
+    if F == 0 {
+        let m = _mm_shuffle_ps(dm, dm, 0b11_01_11_01); // [m0, m1, m0, m1]
+                                                       // Only the low two lanes of the sums are set: the offsets of the two blocks.
+        *off = _mm_fmadd_ps(m, two_floats(xs.add(b), two), *off);
+    }
+}
+
+/// [`dot_one`] for format `F` (0: Q4_1, 1: Q5_0, 2: Q8_0), compiled once per format.
+#[inline(always)]
+unsafe fn dot_one_of<const F: u8>(
+    p: *const u8,
+    blocks: usize,
+    xq: *const i8,
+    xd: *const f32,
+    xs: *const f32,
+) -> f32 {
+    let bb = [Format::Q4_1, Format::Q5_0, Format::Q8_0][F as usize].block_bytes();
+    let mut acc = [_mm512_setzero_ps(); 2];
+    let mut off = _mm_setzero_ps();
+    let mut b = 0;
+    while b + 4 <= blocks {
+        prefetch(p.add(b * bb), 4 * bb);
+        one_pair::<F>(p, b, true, xq, xd, xs, &mut acc[0], &mut off);
+        one_pair::<F>(p, b + 2, true, xq, xd, xs, &mut acc[1], &mut off);
+        b += 4;
+    }
+    while b < blocks {
+        let two = b + 2 <= blocks;
+        one_pair::<F>(p, b, two, xq, xd, xs, &mut acc[0], &mut off);
+        b += if two { 2 } else { 1 };
+    }
+    let v = _mm512_add_ps(acc[0], acc[1]);
+    let v = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    hsum(v) + _mm_cvtss_f32(off) + _mm_cvtss_f32(_mm_movehdup_ps(off))
 }

@@ -328,13 +328,15 @@ pub unsafe fn dot_raw<const T: usize>(
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512Vnni | Isa::Amx if T > 1 => avx512::dot_pairs(format, row, blocks, x),
-        // One token (decode) on AVX-512 takes the AVX2 kernel: with nothing to share between
-        // tokens, the pair layout's extra `vpdpbusd` per pair (for the +128 offset) and its
-        // unpacking cost more than 512-bit lanes save. On a 2-core Intel Xeon with AVX-512
-        // VNNI, decode ran at 93 (smollm2-135m) and 26 (qwen2.5-coder-0.5b) tok/s with the
-        // pair kernel against 157 and 37 with this one (`cairn bench -p 128 -n 64 -r 2`).
+        // One token (decode): two blocks per `vpdpbusd` on the activations as they lie (the
+        // pair layout's extra `vpdpbusd` per pair for its +128 offset made it slower for one
+        // token than the AVX2 kernel; this one has none).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 | Isa::Avx512Vnni | Isa::Amx => avx2::dot_avx2(format, row, blocks, x),
+        Isa::Avx512Vnni | Isa::Amx => {
+            [avx512::dot_one(format, row, blocks, x.qs[0], x.d[0], x.s[0]); T]
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => avx2::dot_avx2(format, row, blocks, x),
         _ => scalar::dot_scalar_raw(format, row, blocks, x),
     }
 }
