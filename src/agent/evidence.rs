@@ -110,7 +110,8 @@ pub struct Check {
     /// Numbers that calculator expressions used but that appear in no evidence before them
     /// (made up, like a price never looked up): those calls' results are not evidence.
     pub ungrounded_inputs: Vec<String>,
-    /// The arithmetic the answer shows that the calculator confirmed (see [`shown_results`]):
+    /// The arithmetic the answer shows that the calculator confirmed (`37 * 24` of
+    /// `37 * 24 = 888`):
     /// its amounts were used as much as a calculator call's.
     pub shown: Vec<String>,
 }

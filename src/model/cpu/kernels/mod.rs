@@ -10,7 +10,8 @@
 //! implementations, chosen at run time ([`Isa::detect`]): AVX-512 VNNI (`vpdpbusd`), AVX2
 //! (`vpmaddubsw` + `vpmaddwd`) and portable scalar code, which is also the reference the
 //! tests compare the others with. On AVX-512 machines one token of a 32-value block format
-//! (decode) goes to the AVX2 kernel, which measured faster there (see [`dot_raw`]).
+//! (decode) takes its own kernel, two blocks per `vpdpbusd` on the activations as they lie;
+//! several tokens take the pair layout ([`pair_layout`], see [`dot_raw`]).
 //!
 //! The K-quants (Q4_K, Q6_K) are computed on their stored 256-value super-blocks against
 //! activations quantized as ggml's Q8_K ([`Q8KRow`]), with AVX-512 (64 values per
