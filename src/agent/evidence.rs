@@ -111,8 +111,7 @@ pub struct Check {
     /// (made up, like a price never looked up): those calls' results are not evidence.
     pub ungrounded_inputs: Vec<String>,
     /// The arithmetic the answer shows that the calculator confirmed (`37 * 24` of
-    /// `37 * 24 = 888`):
-    /// its amounts were used as much as a calculator call's.
+    /// `37 * 24 = 888`): its amounts were used as much as a calculator call's.
     pub shown: Vec<String>,
 }
 
