@@ -60,13 +60,24 @@ static LIMIT: OnceLock<Isa> = OnceLock::new();
 
 impl Isa {
     /// The instruction set the kernels use, found once: the best this CPU has, lowered to the
-    /// limit set by [`Isa::limit_to`] (the CLI's `CAIRN_ISA`, for comparisons); a limit above
-    /// what the CPU has keeps what it has.
+    /// limit set by [`Isa::limit_to`] (the CLI's `CAIRN_ISA`, for comparisons) or, when none
+    /// was set, by a valid `CAIRN_ISA` in the environment (so that a program or test using the
+    /// library directly runs the kernels the CLI would; the CLI refuses an invalid value before
+    /// any kernel runs); a limit above what the CPU has keeps what it has.
     pub fn detect() -> Isa {
         static ISA: OnceLock<Isa> = OnceLock::new();
         *ISA.get_or_init(|| {
             let best = Isa::best_supported();
-            LIMIT.get().map_or(best, |&limit| best.min(limit))
+            let env = || {
+                std::env::var("CAIRN_ISA")
+                    .ok()
+                    .and_then(|v| Isa::parse(v.trim()))
+            };
+            LIMIT
+                .get()
+                .copied()
+                .or_else(env)
+                .map_or(best, |limit| best.min(limit))
         })
     }
 
