@@ -65,7 +65,11 @@ fn same(raw: &str, x: f64, e: f64) -> bool {
 /// The numbers of `answer` that appear in none of `evidence` (by value, allowing rounding),
 /// in the order written, each once.
 pub fn unsupported(answer: &str, evidence: &[&str]) -> Vec<String> {
-    let known = known_values(evidence);
+    unsupported_by(answer, &known_values(evidence))
+}
+
+/// [`unsupported`] against the numbers `known` of the evidence.
+fn unsupported_by(answer: &str, known: &[f64]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (raw, x) in numbers(answer) {
         if !known.iter().any(|&e| same(&raw, x, e)) && !out.contains(&raw) {
@@ -147,7 +151,7 @@ pub fn check(answer: &str, base: &[&str], rounds: &[(Option<&str>, &str)]) -> Ch
     }
     let known = known_values(&evidence);
     let shown = shown_results(answer, &known);
-    out.unsupported = unsupported(answer, &evidence)
+    out.unsupported = unsupported_by(answer, &known)
         .into_iter()
         .filter(|raw| {
             let x: f64 = raw.replace(',', "").parse().unwrap_or(f64::NAN);

@@ -16,7 +16,8 @@
 
 use std::sync::Arc;
 
-use super::kernels::{self, Format, Isa, KFormat, Q8KRow, Q8Row, QK, QK_K};
+pub use super::kernels::Layout;
+use super::kernels::{self, Format, Isa, KFormat, Q8KRow, Q8Row, AMX_TILE, QK, QK_K};
 
 /// The bytes of a matrix: owned, or a range of a memory-mapped file.
 pub enum Bytes {
@@ -39,44 +40,6 @@ impl Bytes {
         match self {
             Bytes::Owned(v) => v,
             Bytes::Mapped { map, offset, len } => &map[*offset..*offset + *len],
-        }
-    }
-}
-
-/// How a [`QMatrix`]'s rows are laid out, which picks its kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// 32-value blocks, against [`Q8Row`] activations.
-    Blocks(Format),
-    /// 256-value super-blocks, against [`Q8KRow`] activations.
-    K(KFormat),
-}
-
-impl Layout {
-    /// Values per block.
-    pub const fn block_values(self) -> usize {
-        match self {
-            Layout::Blocks(_) => QK,
-            Layout::K(_) => QK_K,
-        }
-    }
-
-    /// Bytes per block.
-    pub const fn block_bytes(self) -> usize {
-        match self {
-            Layout::Blocks(f) => f.block_bytes(),
-            Layout::K(f) => f.block_bytes(),
-        }
-    }
-
-    /// The GGUF type name (`Q4_K`, `Q8_0`, ...).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Layout::Blocks(Format::Q4_1) => "Q4_1",
-            Layout::Blocks(Format::Q5_0) => "Q5_0",
-            Layout::Blocks(Format::Q8_0) => "Q8_0",
-            Layout::K(KFormat::Q4K) => "Q4_K",
-            Layout::K(KFormat::Q6K) => "Q6_K",
         }
     }
 }
@@ -378,12 +341,9 @@ impl QMatrix {
     /// it ([`Acts::amx`]) and `r1 - r0` is whole tiles.
     #[cfg(target_arch = "x86_64")]
     unsafe fn amx_rows(&self, acts: &Acts, r0: usize, r1: usize, out: *mut f32, stride: usize) {
-        use kernels::amx::{self, Weights, TILE};
-        let weights = match self.layout {
-            Layout::Blocks(f) => Weights::Blocks(f),
-            Layout::K(f) => Weights::K(f),
-        };
-        let form = weights.form();
+        use kernels::amx;
+        const TILE: usize = AMX_TILE;
+        let form = amx::Form::of(self.layout);
         let (cols, rb) = (self.cols, self.row_bytes());
         let base = self.data.as_slice().as_ptr();
         let group = (GROUP_BYTES * 2 / (cols * TILE)).clamp(1, 8);
@@ -399,11 +359,11 @@ impl QMatrix {
                 let n_tiles = (g1 - g0) / TILE;
                 for (i, tile) in tiles.iter_mut().take(n_tiles).enumerate() {
                     let rows = std::array::from_fn(|r| base.add((g0 + i * TILE + r) * rb));
-                    tile.fill(weights, &rows, cols);
+                    tile.fill(self.layout, &rows, cols);
                 }
                 let mut t0 = 0;
                 while t0 < acts.n {
-                    let x = acts.xtile(weights, t0);
+                    let x = acts.xtile(self.layout, t0);
                     for (i, tile) in tiles.iter().take(n_tiles).enumerate() {
                         let y = match (form.bk, form.signed) {
                             (32, false) => amx::tile_dot::<32, false>(tile, &x, cols),
@@ -577,9 +537,6 @@ const GROUP_BYTES: usize = 1 << 18;
 /// sixteen rows would be mostly padding.
 const AMX_FROM: usize = 16;
 
-/// Rows (and tokens) per AMX tile.
-const AMX_TILE: usize = 16;
-
 #[cfg(target_arch = "x86_64")]
 thread_local! {
     /// Per-thread weight tiles (see [`QMatrix::amx_rows`]).
@@ -744,13 +701,13 @@ impl Acts {
         }))
     }
 
-    /// Tokens `t0..t0 + 16` for the AMX kernels of `weights` (see [`Acts::amx`]).
+    /// Tokens `t0..t0 + 16` for the AMX kernels of `layout` (see [`Acts::amx`]).
     #[cfg(target_arch = "x86_64")]
-    fn xtile(&self, weights: kernels::amx::Weights, t0: usize) -> kernels::amx::XTile {
-        use kernels::amx::{Weights, XTile};
+    fn xtile(&self, layout: Layout, t0: usize) -> kernels::amx::XTile {
+        use kernels::amx::XTile;
         let (c, nb, nk) = (self.cols, self.cols / QK, self.cols / QK_K);
-        match weights {
-            Weights::Blocks(_) => XTile {
+        match layout {
+            Layout::Blocks(_) => XTile {
                 q: self.qs[t0 * c..].as_ptr(),
                 stride: c,
                 d: self.d[t0 * nb..].as_ptr(),
@@ -759,7 +716,7 @@ impl Acts {
                 s: self.s[t0 * nb..].as_ptr(),
                 s_stride: nb,
             },
-            Weights::K(_) => XTile {
+            Layout::K(_) => XTile {
                 q: self.kqs[t0 * c..].as_ptr(),
                 stride: c,
                 d: self.kd[t0 * nk..].as_ptr(),

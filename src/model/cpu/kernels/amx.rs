@@ -18,13 +18,13 @@
 //! (`arch_prctl(ARCH_REQ_XCOMP_PERM)`), which [`available`] does once; each piece of work
 //! loads its tile configuration ([`Config::load`]) and releases the tiles when done.
 
-use super::{f16_to_f32, Format, KFormat, QK, QK_K};
+use super::{f16_to_f32, Format, KFormat, Layout, QK, QK_K};
 use std::arch::asm;
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
 /// Tokens (and weight rows) per tile.
-pub const TILE: usize = 16;
+pub const TILE: usize = super::AMX_TILE;
 
 /// Whether this CPU has AMX-TILE and AMX-INT8 and the kernel lets this process use them
 /// (asked once, process-wide).
@@ -68,32 +68,14 @@ pub struct Form {
 }
 
 impl Form {
-    /// The form of a 32-value block format.
-    pub const fn of_blocks(format: Format) -> Form {
-        match format {
-            Format::Q4_1 => Form {
-                bk: 32,
-                signed: false,
-            },
-            Format::Q5_0 | Format::Q8_0 => Form {
-                bk: 32,
-                signed: true,
-            },
-        }
-    }
-
-    /// The form of a K-quant.
-    pub const fn of_k(format: KFormat) -> Form {
-        match format {
-            KFormat::Q4K => Form {
-                bk: 32,
-                signed: false,
-            },
-            KFormat::Q6K => Form {
-                bk: 16,
-                signed: true,
-            },
-        }
+    /// The form of a weight layout.
+    pub const fn of(layout: Layout) -> Form {
+        let (bk, signed) = match layout {
+            Layout::Blocks(Format::Q4_1) | Layout::K(KFormat::Q4K) => (32, false),
+            Layout::Blocks(Format::Q5_0 | Format::Q8_0) => (32, true),
+            Layout::K(KFormat::Q6K) => (16, true),
+        };
+        Form { bk, signed }
     }
 }
 
@@ -155,9 +137,9 @@ impl WTile {
     /// Unpacks rows `rows[0..16]` (each `cols` values of `layout`) into the tile buffers.
     ///
     /// # Safety
-    /// Each pointer must address one whole row of the format; AVX-512 BW must be present.
-    pub unsafe fn fill(&mut self, format: Weights, rows: &[*const u8; TILE], cols: usize) {
-        let bk = format.form().bk;
+    /// Each pointer must address one whole row of the layout; AVX-512 BW must be present.
+    pub unsafe fn fill(&mut self, layout: Layout, rows: &[*const u8; TILE], cols: usize) {
+        let bk = Form::of(layout).bk;
         let nblk = cols / bk;
         self.q.resize(cols * TILE, 0);
         self.a.resize(nblk * TILE, 0.0);
@@ -165,30 +147,11 @@ impl WTile {
         self.row.resize(cols, 0);
         let q = self.q.as_mut_ptr() as *mut u32;
         for (r, &p) in rows.iter().enumerate() {
-            unpack_row(format, p, cols, &mut self.row, &mut self.a, &mut self.b, r);
+            unpack_row(layout, p, cols, &mut self.row, &mut self.a, &mut self.b, r);
             let src = self.row.as_ptr() as *const u32;
             for g in 0..cols / 4 {
                 *q.add(g * TILE + r) = src.add(g).read_unaligned();
             }
-        }
-    }
-}
-
-/// A weight format the tiles take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Weights {
-    /// A 32-value block format.
-    Blocks(Format),
-    /// A K-quant.
-    K(KFormat),
-}
-
-impl Weights {
-    /// Its [`Form`].
-    pub const fn form(self) -> Form {
-        match self {
-            Weights::Blocks(f) => Form::of_blocks(f),
-            Weights::K(f) => Form::of_k(f),
         }
     }
 }
@@ -198,7 +161,7 @@ impl Weights {
 /// `a·q[i]` (signed ones, `q` read as `i8`).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")]
 unsafe fn unpack_row(
-    format: Weights,
+    layout: Layout,
     p: *const u8,
     cols: usize,
     out: &mut [u8],
@@ -207,8 +170,8 @@ unsafe fn unpack_row(
     r: usize,
 ) {
     let half = |at: *const u8| f16_to_f32((at as *const u16).read_unaligned());
-    match format {
-        Weights::Blocks(f) => {
+    match layout {
+        Layout::Blocks(f) => {
             let bb = f.block_bytes();
             for j in 0..cols / QK {
                 let blk = std::slice::from_raw_parts(p.add(j * bb), bb);
@@ -237,7 +200,7 @@ unsafe fn unpack_row(
                 }
             }
         }
-        Weights::K(KFormat::Q4K) => {
+        Layout::K(KFormat::Q4K) => {
             for s in 0..cols / QK_K {
                 let blk = std::slice::from_raw_parts(p.add(s * 144), 144);
                 let (d, dmin) = (half(blk.as_ptr()), half(blk.as_ptr().add(2)));
@@ -256,7 +219,7 @@ unsafe fn unpack_row(
                 }
             }
         }
-        Weights::K(KFormat::Q6K) => {
+        Layout::K(KFormat::Q6K) => {
             for s in 0..cols / QK_K {
                 let blk = std::slice::from_raw_parts(p.add(s * 210), 210);
                 let (ql, qh, sc) = (&blk[0..128], &blk[128..192], &blk[192..208]);

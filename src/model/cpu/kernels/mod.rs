@@ -432,6 +432,9 @@ pub fn quantize_q8_0(x: &[f32], out: &mut Vec<u8>) {
     }
 }
 
+/// Rows (and tokens) per AMX tile ([`amx`]).
+pub const AMX_TILE: usize = 16;
+
 /// Values per K-quant super-block.
 pub const QK_K: usize = 256;
 
@@ -565,5 +568,43 @@ pub unsafe fn dot_k_raw<const T: usize>(
         #[cfg(target_arch = "x86_64")]
         (Isa::Avx2, KFormat::Q6K) => avx2::dot_q6k(row, blocks, x),
         _ => scalar::dot_k_scalar_raw(format, row, blocks, x),
+    }
+}
+
+/// How a weight matrix's rows are laid out, which picks its kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// 32-value blocks, against [`Q8Row`] activations.
+    Blocks(Format),
+    /// 256-value super-blocks, against [`Q8KRow`] activations.
+    K(KFormat),
+}
+
+impl Layout {
+    /// Values per block.
+    pub const fn block_values(self) -> usize {
+        match self {
+            Layout::Blocks(_) => QK,
+            Layout::K(_) => QK_K,
+        }
+    }
+
+    /// Bytes per block.
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            Layout::Blocks(f) => f.block_bytes(),
+            Layout::K(f) => f.block_bytes(),
+        }
+    }
+
+    /// The GGUF type name (`Q4_K`, `Q8_0`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Layout::Blocks(Format::Q4_1) => "Q4_1",
+            Layout::Blocks(Format::Q5_0) => "Q5_0",
+            Layout::Blocks(Format::Q8_0) => "Q8_0",
+            Layout::K(KFormat::Q4K) => "Q4_K",
+            Layout::K(KFormat::Q6K) => "Q6_K",
+        }
     }
 }
