@@ -417,10 +417,11 @@ impl Index {
                 ))
             })
             .map_err(self.sq())?;
+        let rows = rows.collect::<Result<Vec<_>, _>>().map_err(self.sq())?;
+        let weights = self.word_weights(&words)?;
         let mut hits = Vec::new();
-        for row in rows {
-            let (path, start, end, text, score) = row.map_err(self.sq())?;
-            let (offset, snippet) = snippet(&text, &words);
+        for (path, start, end, text, score) in rows {
+            let (offset, snippet) = snippet(&text, &words, &weights);
             hits.push(Hit {
                 path,
                 line: start as usize + offset,
@@ -431,6 +432,33 @@ impl Index {
             });
         }
         Ok(hits)
+    }
+}
+
+impl Index {
+    /// How much each of `words` tells a passage apart: its inverse document frequency over
+    /// the chunks (BM25's, as FTS5 ranks by), so that a snippet is placed on the lines
+    /// holding the rare words of a query, not the common ones.
+    fn word_weights(&self, words: &[String]) -> Result<Vec<f64>, IndexError> {
+        let total: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+            .map_err(self.sq())?;
+        let n = total as f64;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?1")
+            .map_err(self.sq())?;
+        words
+            .iter()
+            .map(|w| {
+                let df: i64 = stmt
+                    .query_row([format!("\"{w}\"")], |r| r.get(0))
+                    .map_err(self.sq())?;
+                let df = df as f64;
+                Ok(((n - df + 0.5) / (df + 0.5) + 1.0).ln())
+            })
+            .collect()
     }
 }
 
@@ -475,40 +503,92 @@ pub fn query_words(query: &str) -> Vec<String> {
     out
 }
 
-/// The line offset of the first line in `text` that holds one of `words` (0 if none), and up
-/// to three lines from there, each cut at 160 characters.
-fn snippet(text: &str, words: &[String]) -> (usize, String) {
+/// How many non-empty lines a snippet shows.
+const SNIPPET_LINES: usize = 3;
+
+/// The stem a query word is matched by in a passage's lines: the word without a plural or
+/// tense ending, as the index's Porter stemmer matched it ("emergencies" finds "emergency",
+/// "closed" finds "closes").
+fn stem(word: &str) -> &str {
+    if word.chars().count() <= 4 || !word.is_ascii() {
+        return word;
+    }
+    for end in ["ies", "es", "ed", "ing", "s", "e", "y"] {
+        if let Some(s) = word.strip_suffix(end) {
+            if s.len() >= 3 {
+                return s;
+            }
+        }
+    }
+    word
+}
+
+/// Whether line `low` (lowercased) holds a word starting with `stem`: "deploy" matches
+/// "deployed" but not "redeploy".
+fn holds(low: &str, stem: &str) -> bool {
+    low.match_indices(stem).any(|(p, _)| {
+        !low[..p]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// The lines of a chunk shown for a hit, and their offset in it: the [`SNIPPET_LINES`]
+/// non-empty lines, starting at a line that holds a query word, whose distinct query words
+/// weigh the most together (`weights`, one per word: rare words weigh more). Ties go to the
+/// window whose first line weighs more, then to the first. Regression: "Which number should
+/// I call for an emergency when the clinic is closed?" was shown the line "The clinic is
+/// closed on Sundays" and the appointments number after it, not "Outside opening hours, call
+/// the emergency line …" three lines below, as both lines held two query words; the model
+/// answered with the appointments number.
+fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
     let lines: Vec<&str> = text.lines().collect();
-    // The line holding the most distinct query words (the first such line on a tie); a word
-    // counts where it starts a word of the line, so "deploy" matches "deployed" but not
-    // "redeploy".
+    let stems: Vec<&str> = words.iter().map(|w| stem(w)).collect();
+    let found: Vec<Vec<bool>> = lines
+        .iter()
+        .map(|l| {
+            let low = l.to_lowercase();
+            stems.iter().map(|s| holds(&low, s)).collect()
+        })
+        .collect();
+    let weight = |has: &[bool]| -> f64 {
+        has.iter()
+            .zip(weights)
+            .filter(|(h, _)| **h)
+            .map(|(_, w)| w.max(0.01))
+            .sum()
+    };
+    let window = |at: usize| -> Vec<usize> {
+        (at..lines.len())
+            .filter(|&i| !lines[i].trim().is_empty())
+            .take(SNIPPET_LINES)
+            .collect()
+    };
     let mut at = 0;
-    let mut best = 0;
-    for (i, l) in lines.iter().enumerate() {
-        let low = l.to_lowercase();
-        let n = words
-            .iter()
-            .filter(|w| {
-                low.match_indices(w.as_str()).any(|(p, _)| {
-                    !low[..p]
-                        .chars()
-                        .next_back()
-                        .is_some_and(|c| c.is_alphanumeric() || c == '_')
-                })
-            })
-            .count();
-        if n > best {
-            best = n;
+    let mut best = (0.0, 0.0);
+    for i in 0..lines.len() {
+        let first = weight(&found[i]);
+        if first == 0.0 {
+            continue;
+        }
+        let mut any = vec![false; stems.len()];
+        for j in window(i) {
+            for (a, f) in any.iter_mut().zip(&found[j]) {
+                *a |= *f;
+            }
+        }
+        let score = (weight(&any), first);
+        if score.0 > best.0 + 1e-9 || ((score.0 - best.0).abs() <= 1e-9 && score.1 > best.1 + 1e-9)
+        {
+            best = score;
             at = i;
         }
     }
-    let picked: Vec<String> = lines
-        .iter()
-        .skip(at)
-        .filter(|l| !l.trim().is_empty())
-        .take(3)
-        .map(|l| {
-            let t = l.trim_end();
+    let picked: Vec<String> = window(at)
+        .into_iter()
+        .map(|i| {
+            let t = lines[i].trim_end();
             if t.chars().count() > 160 {
                 let cut: String = t.chars().take(160).collect();
                 format!("{cut}…")

@@ -74,6 +74,46 @@ fn index_and_search_report_path_and_line() {
     }
 }
 
+/// Regression: "Which number should I call for an emergency when the clinic is closed?" was
+/// shown the line "The clinic is closed on Sundays" (two query words, both common in the
+/// documents) with the appointments number after it, not the emergency line three lines
+/// below (two query words too, one of them rare), and the model answered with the wrong
+/// number. The snippet now sits on the lines whose words are rare across the index, and a
+/// plural in the query finds the singular in the line.
+#[test]
+fn a_snippet_shows_the_lines_with_the_rare_words_of_the_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("hours.md"),
+        "# Opening hours\n\nThe clinic is open Monday to Friday.\nThe clinic is closed on Sundays.\n\
+         Book appointments by phone on 030-555-0100.\nWalk-in hours are on Monday.\n\
+         Parking is free for clients.\nOutside opening hours, call the emergency line 030-555-0199.\n",
+    )
+    .unwrap();
+    for (name, text) in [
+        ("fees.md", "The clinic charges 45 euros for a consultation.\nThe clinic takes cards.\n"),
+        ("surgery.md", "Surgery at the clinic starts at 08:00.\nThe clinic is closed for surgery on Saturdays.\n"),
+    ] {
+        std::fs::write(root.join(name), text).unwrap();
+    }
+    let idx_path = dir.path().join("idx.sqlite");
+    let mut idx = Index::open_or_create(&idx_path).unwrap();
+    idx.update(std::slice::from_ref(&root)).unwrap();
+    let hits = idx
+        .search("number call emergency clinic closed", 3)
+        .unwrap();
+    let hours = hits.iter().find(|h| h.path.ends_with("hours.md")).unwrap();
+    assert!(hours.snippet.contains("030-555-0199"), "{hits:?}");
+    assert_eq!(hours.line, 8, "{hits:?}");
+    let hits = idx.search("emergencies", 3).unwrap();
+    assert!(
+        hits[0].snippet.starts_with("Outside opening hours"),
+        "{hits:?}"
+    );
+}
+
 #[test]
 fn updates_are_incremental() {
     let dir = tempfile::tempdir().unwrap();
