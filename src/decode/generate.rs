@@ -22,6 +22,11 @@ pub struct GenerateOptions {
     pub max_tokens: usize,
     /// How to pick tokens.
     pub sampling: SamplingParams,
+    /// When above 0: no sampled token may complete a third copy of a run of this many tokens
+    /// in the output ([`repeat_bans`]), so that a model caught in a loop (a query's
+    /// `AND city = 'Amersfoort' AND …` written again and again to the token limit) is turned
+    /// out of it. Tokens the constraint forces are never refused.
+    pub no_repeat_ngram: usize,
 }
 
 impl Default for GenerateOptions {
@@ -29,6 +34,47 @@ impl Default for GenerateOptions {
         GenerateOptions {
             max_tokens: 256,
             sampling: SamplingParams::default(),
+            no_repeat_ngram: 0,
+        }
+    }
+}
+
+/// The tokens that would complete, after `tokens`, a third copy of a run of `n` tokens: for
+/// each earlier place where the last `n - 1` tokens occur, the token that followed them, when
+/// it followed them twice or more. One copy is allowed: a final answer often repeats its
+/// thought word for word, a loop repeats itself many times.
+pub fn repeat_bans(tokens: &[u32], n: usize) -> Vec<u32> {
+    if n < 2 || tokens.len() < n {
+        return Vec::new();
+    }
+    let tail = &tokens[tokens.len() + 1 - n..];
+    let mut next: Vec<u32> = (0..tokens.len() + 1 - n)
+        .filter(|&i| tokens[i..i + n - 1] == *tail)
+        .map(|i| tokens[i + n - 1])
+        .collect();
+    next.sort_unstable();
+    let mut bans: Vec<u32> = next
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect();
+    bans.dedup();
+    bans
+}
+
+/// Sets the logits of `bans` to minus infinity, unless that would leave no token allowed (a
+/// constraint that permits only a banned token wins over the ban).
+fn refuse(logits: &mut [f32], bans: &[u32]) {
+    let allowed = logits
+        .iter()
+        .enumerate()
+        .any(|(i, l)| l.is_finite() && bans.binary_search(&(i as u32)).is_err());
+    if !allowed {
+        return;
+    }
+    for &b in bans {
+        if let Some(l) = logits.get_mut(b as usize) {
+            *l = f32::NEG_INFINITY;
         }
     }
 }
@@ -205,11 +251,19 @@ pub fn generate_constrained(
             session.append(&pending)?;
         }
         let logits = session.logits()?;
+        let bans = repeat_bans(&out.tokens, opts.no_repeat_ngram);
         let token = match constraint.as_deref_mut() {
             Some(c) => {
                 masked.clear();
                 masked.extend_from_slice(logits);
                 c.mask_logits(&mut masked)?;
+                refuse(&mut masked, &bans);
+                sampler.sample(&masked)
+            }
+            None if !bans.is_empty() => {
+                masked.clear();
+                masked.extend_from_slice(logits);
+                refuse(&mut masked, &bans);
                 sampler.sample(&masked)
             }
             None => sampler.sample(logits),
@@ -282,5 +336,42 @@ impl Output {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: the 1.5B model wrote `AND city = 'Amersfoort' AND created_at = …` again
+    /// and again in one query until the 512-token limit cut the step.
+    #[test]
+    fn a_third_copy_of_a_run_is_refused_and_a_second_is_not() {
+        let run = [7, 8, 9, 10];
+        // One copy so far, then the start of a second: nothing is refused.
+        let mut t: Vec<u32> = run.to_vec();
+        t.extend([7, 8, 9]);
+        assert!(repeat_bans(&t, 4).is_empty());
+        // Two copies, then the start of a third: its last token is refused.
+        let mut t: Vec<u32> = [run, run].concat();
+        t.extend([7, 8, 9]);
+        assert_eq!(repeat_bans(&t, 4), [10]);
+        // Shorter than the run, or off: nothing.
+        assert!(repeat_bans(&[1, 1, 1], 4).is_empty());
+        assert!(repeat_bans(&[1; 40], 0).is_empty());
+        // A token repeated alone is a run of its own.
+        assert_eq!(repeat_bans(&[5; 10], 4), [5]);
+    }
+
+    #[test]
+    fn a_refused_token_is_masked_unless_it_is_the_only_one_allowed() {
+        let mut l = vec![1.0, 2.0, f32::NEG_INFINITY, 0.5];
+        refuse(&mut l, &[1]);
+        assert_eq!(l[1], f32::NEG_INFINITY);
+        assert_eq!(l[0], 1.0);
+        // A constraint that allows only the refused token wins.
+        let mut l = vec![f32::NEG_INFINITY, 2.0, f32::NEG_INFINITY];
+        refuse(&mut l, &[1]);
+        assert_eq!(l[1], 2.0);
     }
 }

@@ -24,6 +24,13 @@ use generate::{generate_constrained, GenerateError, GenerateOptions, Generation}
 /// agent compiles one per set of allowed tools, so a task uses a handful).
 pub const MAX_CACHED_CONSTRAINTS: usize = 64;
 
+/// The run of tokens of which a [`Decoder`]'s output may not hold a third copy within one
+/// generation ([`generate::GenerateOptions::no_repeat_ngram`]): long enough that no step of
+/// the suites' traces but the loops holds three copies of one, short enough to turn a loop
+/// after a few words. Regression: the 1.5B model wrote `AND city = 'Amersfoort' AND created_at = …`
+/// again and again in one query until the 512-token limit cut the step, and spent 60 s on it.
+pub const NO_REPEAT_NGRAM: usize = 16;
+
 /// One model session with its constraint compiler and compiled constraints: the one way the
 /// agent, function calling and the baseline decode.
 pub struct Decoder {
@@ -196,6 +203,7 @@ impl Decoder {
                 seed: self.sampling.seed.wrapping_add(self.calls),
                 ..self.sampling
             },
+            no_repeat_ngram: NO_REPEAT_NGRAM,
         };
         self.calls += 1;
         generate_constrained(

@@ -38,6 +38,7 @@ fn run(
     let opts = GenerateOptions {
         max_tokens,
         sampling,
+        no_repeat_ngram: 0,
     };
     generate_constrained(
         &mut session,

@@ -42,6 +42,7 @@ fn greedy(
     let opts = GenerateOptions {
         max_tokens,
         sampling: SamplingParams::default(),
+        no_repeat_ngram: 0,
     };
     generate(&mut session, &lm.tokenizer, &ids, &opts, &mut |_| Ok(())).expect("generate")
 }
@@ -214,6 +215,7 @@ fn the_second_turn_reuses_the_first_turns_cache() {
     let opts = GenerateOptions {
         max_tokens: 8,
         sampling: SamplingParams::default(),
+        no_repeat_ngram: 0,
     };
     let g = generate(&mut session, &lm.tokenizer, &ids, &opts, &mut |_| Ok(())).expect("generate");
     let second = lm

@@ -57,9 +57,11 @@ impl SamplingArgs {
         if max_tokens == 0 {
             anyhow::bail!("--max-tokens must be at least 1");
         }
+        // Raw generation decodes what the model gives, loops included.
         Ok(GenerateOptions {
             max_tokens,
             sampling,
+            no_repeat_ngram: 0,
         })
     }
 }
