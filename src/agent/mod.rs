@@ -20,6 +20,7 @@ pub mod evidence;
 pub mod examples;
 mod guards;
 mod policy;
+pub mod program;
 pub mod prompt;
 pub mod reason;
 mod run;

@@ -43,7 +43,8 @@ pub struct Decoded {
 pub struct Reasoned {
     /// The text, with the calculator's values written after each checked `=`.
     pub text: String,
-    /// The calculations checked, in order: (expression, value written).
+    /// The calculations checked, in order: (expression, value written), or (program, its
+    /// output written).
     pub checked: Vec<(String, String)>,
     /// Whether the model ended it (false: the token limit cut it).
     pub complete: bool,
@@ -357,7 +358,9 @@ impl Policy for ModelPolicy {
             }
             let before = out.text.clone();
             let g = side.generate_until(&ids, room, &mut |t| {
-                super::reason::checked_equation(&format!("{before}{t}")).is_some()
+                let text = format!("{before}{t}");
+                super::reason::checked_equation(&text).is_some()
+                    || super::reason::program_output(&text).is_some()
             })?;
             prefill_ms.get_or_insert(g.time_to_first_token.as_secs_f64() * 1000.0);
             out.generated_tokens += g.tokens.len();
@@ -365,13 +368,18 @@ impl Policy for ModelPolicy {
             out.text.push_str(&g.text);
             match g.stop {
                 crate::decode::generate::StopReason::Until => {
-                    let Some((expr, value)) = super::reason::checked_equation(&out.text) else {
+                    let (written, checked) = if let Some((expr, value)) =
+                        super::reason::checked_equation(&out.text)
+                    {
+                        (format!(" {value}"), (expr, value))
+                    } else if let Some((code, output)) = super::reason::program_output(&out.text) {
+                        (format!("{output}\n```\n"), (code, output))
+                    } else {
                         break;
                     };
-                    let written = format!(" {value}");
                     ids.extend(tok.encode(&written)?);
                     out.text.push_str(&written);
-                    out.checked.push((expr, value));
+                    out.checked.push(checked);
                     if ids.len() >= context {
                         break;
                     }

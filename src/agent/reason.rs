@@ -15,6 +15,10 @@
 //! goes on from it. The model's own arithmetic is never the last word; its reasoning is its own.
 //! (The calculator annotations of the GSM8K paper, done at decode time.)
 //!
+//! A program it writes (a coder model's habit) is run the same way: at the output block that
+//! follows a Python block, straight-line arithmetic is run ([`super::program`]) and its real
+//! output written in, where the model would have made one up.
+//!
 //! The result is the agent's observation: the reasoning with its last line, `Answer: …`.
 
 use std::sync::OnceLock;
@@ -130,6 +134,27 @@ pub fn checked_equation(text: &str) -> Option<(String, String)> {
     let expr = expression_suffix(&normalize(line))?;
     let value = evaluate(&expr).ok()?;
     Some((expr, inline_value(&value)?))
+}
+
+/// How the reasoning opens the output block of a program it wrote.
+const OUTPUT_FENCE: &str = "```output\n";
+
+/// When `text` ends by opening an output block (```` ```output ````) right after a Python
+/// block whose program runs ([`super::program::run`]), the program and its output, to be
+/// written in the block for the model; else `None` (the model writes the block itself).
+/// Regression: the reasoning wrote a right program for "One-third of a class of 39 students
+/// took part … How many did not?", then its output as `13.0`, and answered 13 (it is 26).
+pub fn program_output(text: &str) -> Option<(String, String)> {
+    let before = text.strip_suffix(OUTPUT_FENCE)?;
+    let start = before.rfind("```python")?;
+    let block = &before[start + "```python".len()..];
+    let end = block.rfind("```")?;
+    if !block[end + 3..].trim().is_empty() {
+        return None;
+    }
+    let code = &block[..end];
+    let output = super::program::run(code)?;
+    Some((code.trim().to_string(), output))
 }
 
 /// The arithmetic that ends `text` (its last line, LaTeX and typographic operators read as
@@ -301,6 +326,22 @@ mod tests {
         // An unbalanced `)` that belongs to a sentence, and division by zero.
         assert_eq!(check("(the sum) 3 + 4) ="), None);
         assert_eq!(check("5 / 0 ="), None);
+    }
+
+    #[test]
+    fn a_program_is_run_where_its_output_block_opens() {
+        let text = "Let's check with Python.\n```python\nstudents = 39\nleft = students - students / 3\nprint(left)\n```\n```output\n";
+        let (code, out) = program_output(text).unwrap();
+        assert!(code.starts_with("students = 39"));
+        assert_eq!(out, "26.0");
+        // Not at the output block yet, text between the blocks, or a program that is not
+        // run: the model goes on.
+        assert!(program_output(&text[..text.len() - 1]).is_none());
+        assert!(program_output(&text.replace("```\n```output", "```\nSo:\n```output")).is_none());
+        assert!(
+            program_output("```python\nfor i in range(3):\n    print(i)\n```\n```output\n")
+                .is_none()
+        );
     }
 
     #[test]
