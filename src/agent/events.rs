@@ -200,6 +200,16 @@ pub enum EventKind {
         /// The amounts, as the task writes them.
         unused: Vec<String>,
     },
+    /// A final answer named one end of an order (`oldest`) while the result it rested on,
+    /// cut by a `LIMIT`, showed the other end first, and was sent back once.
+    OrderCheck {
+        /// The round.
+        round: usize,
+        /// The end the answer named.
+        said: String,
+        /// The end the result showed first.
+        shown: String,
+    },
     /// A final answer repeated cairn's own message about a tool (a note of the guards, an
     /// error or its hint) instead of answering, and was sent back once.
     EchoCheck {

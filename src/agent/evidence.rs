@@ -544,6 +544,58 @@ pub fn check_message(numbers: &[String]) -> String {
     )
 }
 
+/// The ends an order note of the sql tool names first (`(ordered by dob DESC: the latest
+/// birth date first: the youngest first)`), each with the words an answer uses for the other
+/// end.
+const ORDER_ENDS: &[(&str, &[&str])] = &[
+    ("youngest", &["oldest", "eldest"]),
+    ("oldest", &["youngest"]),
+    ("most recent", &["earliest", "oldest", "longest ago"]),
+    ("longest ago", &["most recent", "latest", "newest"]),
+];
+
+/// When `answer` names one end of an order (`oldest`) while the result it rests on, a query
+/// cut by a `LIMIT` whose note says the other end comes first (`the youngest first`), shows
+/// only that other end: the word of the answer and the end the result shows. Regression:
+/// asked for the oldest member, the 1.5B model ordered by `dob DESC LIMIT 1`, was told the
+/// youngest came first, and answered with a child born in 2016 as the oldest member.
+pub fn order_contradiction(answer: &str, query: &str, result: &str) -> Option<(String, String)> {
+    if !query.to_ascii_uppercase().contains("LIMIT") {
+        return None;
+    }
+    let note = result.lines().find(|l| l.starts_with("(ordered by "))?;
+    let first = note
+        .strip_suffix(" first)")?
+        .rsplit(": the ")
+        .next()?
+        .to_string();
+    let lower = answer.to_lowercase();
+    let has = |w: &str| {
+        lower.match_indices(w).any(|(i, _)| {
+            let before = lower[..i].chars().next_back();
+            let after = lower[i + w.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    };
+    let (_, other) = ORDER_ENDS.iter().find(|(end, _)| *end == first)?;
+    if has(&first) {
+        return None;
+    }
+    let said = other.iter().find(|w| has(w))?;
+    Some((said.to_string(), first))
+}
+
+/// What the loop tells the model when its answer names the `said` end of an order and the
+/// result it rests on shows the `shown` end first.
+pub fn order_message(said: &str, shown: &str) -> String {
+    format!(
+        "[check: your answer names the {said}, but the result it rests on lists the {shown} \
+         first and stops after its first rows: what it shows is the {shown}. Query again \
+         ordered the other way (ASC for DESC, DESC for ASC), then give the final_answer from \
+         that result.]"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -741,5 +793,48 @@ mod tests {
     fn the_message_names_the_numbers() {
         assert!(check_message(&["240".into()]).contains("240 in your answer does not appear"));
         assert!(check_message(&["1".into(), "2".into()]).contains("If they come from arithmetic"));
+    }
+
+    #[test]
+    fn an_answer_naming_the_other_end_of_a_limited_order_is_named() {
+        let q = "SELECT first_nm, last_nm, dob FROM members ORDER BY dob DESC LIMIT 1";
+        let young = "first_nm | last_nm | dob\nMia | Hoffmann | 2016-01-14\n(ordered by dob DESC: the latest birth date first: the youngest first)";
+        let r = young;
+        assert_eq!(
+            order_contradiction(
+                "Mia Hoffmann is the oldest library member, born in 2016.",
+                q,
+                r
+            ),
+            Some(("oldest".to_string(), "youngest".to_string()))
+        );
+        // The right end, no limit (every row shown), or no order note: nothing to say.
+        assert_eq!(
+            order_contradiction("Mia Hoffmann is the youngest member.", q, r),
+            None
+        );
+        assert_eq!(
+            order_contradiction("Mia is the oldest.", &q.replace(" LIMIT 1", ""), r),
+            None
+        );
+        assert_eq!(
+            order_contradiction("Mia is the oldest.", q, "first_nm\nMia"),
+            None
+        );
+        let r = "loan_date\n2025-01-04\n(ordered by loan_date: the earliest date first: the longest ago first)";
+        assert_eq!(
+            order_contradiction(
+                "The most recent loan was on 2025-01-04.",
+                "SELECT loan_date FROM loans ORDER BY loan_date LIMIT 1",
+                r
+            ),
+            Some(("most recent".to_string(), "longest ago".to_string()))
+        );
+        // A word inside another word is no end ("boldest").
+        assert_eq!(
+            order_contradiction("Mia is the boldest pick.", q, young),
+            None
+        );
+        assert!(order_message("oldest", "youngest").contains("lists the youngest first"));
     }
 }

@@ -90,6 +90,8 @@ struct Rounds {
     evidence_checked: bool,
     /// Whether a final answer was already sent back for repeating cairn's own message.
     echo_checked: bool,
+    /// Whether an answer was sent back for naming the other end of an order.
+    order_checked: bool,
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
     /// The next round must call a tool (`final_answer` is not in its grammar): set by the
@@ -367,6 +369,7 @@ impl<P: Policy> Agent<P> {
             evidence_checked: false,
             must_call: false,
             echo_checked: false,
+            order_checked: false,
             plan_rounds: 0,
         };
         if self.options.plan_tokens > 0 {
@@ -827,6 +830,22 @@ impl<P: Policy> Agent<P> {
                      tools returned, call another tool, or say what could not be found.]"
                 );
                 return Ok(self.send_back(run, st, done, "echo_check", observation));
+            }
+        }
+        if self.options.evidence_check && !last_round && !st.order_checked {
+            // The last sql result with an order note, and its query.
+            let last_sql = st.texts[st.plan_rounds..].iter().rev().find_map(|r| {
+                let v: Value = serde_json::from_str(&r.step).ok()?;
+                (v["action"] == "sql" && r.observation.contains("\n(ordered by "))
+                    .then(|| (v["args"]["query"].as_str().unwrap_or("").to_string(), r))
+            });
+            if let Some((said, shown)) = last_sql.and_then(|(q, r)| {
+                super::evidence::order_contradiction(&answer, &q, &r.observation)
+            }) {
+                st.order_checked = true;
+                let observation = super::evidence::order_message(&said, &shown);
+                self.emit(run.start, EventKind::OrderCheck { round, said, shown });
+                return Ok(self.send_back(run, st, done, "order_check", observation));
             }
         }
         if self.options.evidence_check && !last_round && !st.evidence_checked {

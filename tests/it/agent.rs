@@ -778,3 +778,53 @@ fn an_answer_with_numbers_found_nowhere_is_sent_back_once() {
     );
     assert_eq!(a.run_task("How large?", None).answer, "It is 240.");
 }
+
+/// Regression (issue 19): asked for the oldest member, the model ordered by `dob DESC LIMIT
+/// 1`, was told the result put the youngest first, and answered with a child as the oldest
+/// member. An answer that names the other end of a limited order than its result shows is
+/// sent back once, saying so; the model orders the other way and answers again.
+#[test]
+fn an_answer_naming_the_other_end_of_a_limited_order_is_sent_back_once() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("members.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE members (name TEXT, dob TEXT);
+         INSERT INTO members VALUES ('Mia', '2016-01-14'), ('George', '1941-07-30'), ('Ann', '1990-03-02');",
+    )
+    .unwrap();
+    drop(conn);
+    let sql = |q: &str| step("sql", json!({ "query": q }));
+    let (mut a, events) = agent(
+        vec![
+            sql("SELECT name, dob FROM members ORDER BY dob DESC LIMIT 1"),
+            answer("Mia is the oldest member."),
+            sql("SELECT name, dob FROM members ORDER BY dob ASC LIMIT 1"),
+            answer("George is the oldest member."),
+        ],
+        registry(vec![Arc::new(
+            SqlTool::open(&db, SqlOptions::default()).unwrap(),
+        )]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("Who is the oldest member?", None);
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("George is the oldest member.", 4)
+    );
+    let checks: Vec<(String, String)> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::OrderCheck { said, shown, .. } => Some((said.clone(), shown.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(checks, [("oldest".to_string(), "youngest".to_string())]);
+    let text = last_prompt_text(a.policy());
+    assert!(
+        text.contains("[check: your answer names the oldest, but the result it rests on lists the youngest first"),
+        "{text}"
+    );
+}
