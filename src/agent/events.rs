@@ -200,6 +200,14 @@ pub enum EventKind {
         /// The amounts, as the task writes them.
         unused: Vec<String>,
     },
+    /// A final answer held words of the worked example's own data ("Blue Hall") that the task
+    /// and its results do not, and was sent back once.
+    ExampleCheck {
+        /// The round.
+        round: usize,
+        /// The example's words in the answer.
+        words: Vec<String>,
+    },
     /// A final answer named one end of an order (`oldest`) while the result it rested on,
     /// cut by a `LIMIT`, showed the other end first, and was sent back once.
     OrderCheck {

@@ -28,6 +28,9 @@ pub struct Example {
     pub calls: &'static [(&'static str, &'static str, &'static str)],
     /// The final step JSON.
     pub answer: &'static str,
+    /// The names and words of the example's own data ("Blue Hall", "seats"): an answer that
+    /// holds one the task and its results do not is the example copied ([`echoed`]).
+    pub own: &'static [&'static str],
 }
 
 /// The bank.
@@ -45,6 +48,7 @@ pub const BANK: &[Example] = &[
             "The bakery bakes 45 rolls an hour for 6 hours:\n45 * 6 = 270 rolls baked.\nIt sells all of them but 38:\n270 - 38 = 232 rolls sold.\nAnswer: 232",
         )],
         answer: r#"{"thought":"The reasoning found 232 rolls sold.","action":"final_answer","args":{"answer":"The bakery sells 232 rolls."}}"#,
+        own: &["bakery", "bakes", "rolls"],
     },
     Example {
         name: "percent_problem_reasoned",
@@ -57,6 +61,7 @@ pub const BANK: &[Example] = &[
             "The price is cut by 15%, so 85% of it is left:\n80 * 0.85 = 68 euros.\nThe voucher takes 10 euros off:\n68 - 10 = 58 euros.\nAnswer: 58 euros",
         )],
         answer: r#"{"thought":"The reasoning found 58 euros.","action":"final_answer","args":{"answer":"58 euros is paid for the coat."}}"#,
+        own: &["coat", "voucher"],
     },
     Example {
         name: "word_problem",
@@ -76,6 +81,7 @@ pub const BANK: &[Example] = &[
             ),
         ],
         answer: r#"{"thought":"270 baked, 38 not sold: 232 sold.","action":"final_answer","args":{"answer":"The bakery sells 232 rolls."}}"#,
+        own: &["bakery", "bakes", "rolls"],
     },
     Example {
         name: "arithmetic",
@@ -88,6 +94,7 @@ pub const BANK: &[Example] = &[
             "1200",
         )],
         answer: r#"{"thought":"The result answers the task.","action":"final_answer","args":{"answer":"48 * 25 = 1200."}}"#,
+        own: &[],
     },
     Example {
         name: "percent_problem",
@@ -107,6 +114,7 @@ pub const BANK: &[Example] = &[
             ),
         ],
         answer: r#"{"thought":"68 minus 10 is 58.","action":"final_answer","args":{"answer":"58 euros is paid for the coat."}}"#,
+        own: &["coat", "voucher"],
     },
     Example {
         name: "lookup",
@@ -119,6 +127,7 @@ pub const BANK: &[Example] = &[
             "seats\n420",
         )],
         answer: r#"{"thought":"The result gives the seats.","action":"final_answer","args":{"answer":"The Blue Hall has 420 seats."}}"#,
+        own: &["Blue Hall", "seats", "halls"],
     },
     Example {
         name: "lookup_then_arithmetic",
@@ -138,6 +147,7 @@ pub const BANK: &[Example] = &[
             ),
         ],
         answer: r#"{"thought":"4 tickets at 32.5 cost 130.","action":"final_answer","args":{"answer":"4 tickets for Hamlet cost 130 euros."}}"#,
+        own: &["Hamlet", "tickets", "ticket"],
     },
     Example {
         name: "count",
@@ -150,6 +160,7 @@ pub const BANK: &[Example] = &[
             "COUNT(*)\n3",
         )],
         answer: r#"{"thought":"The count is 3.","action":"final_answer","args":{"answer":"3 shows are on in May 2024."}}"#,
+        own: &[],
     },
     Example {
         name: "search",
@@ -162,6 +173,7 @@ pub const BANK: &[Example] = &[
             "visitors.md:4\n  Guided tours start on the hour. Please arrive 15 minutes early.",
         )],
         answer: r#"{"thought":"The rules say 15 minutes early.","action":"final_answer","args":{"answer":"Visitors should arrive 15 minutes before a guided tour."}}"#,
+        own: &["guided tour", "visitors"],
     },
     Example {
         name: "search_then_arithmetic",
@@ -181,6 +193,7 @@ pub const BANK: &[Example] = &[
             ),
         ],
         answer: r#"{"thought":"3 items at 1.50 make 4.50.","action":"final_answer","args":{"answer":"3 coats cost 4.50 euros in the cloakroom."}}"#,
+        own: &["cloakroom", "coats"],
     },
     Example {
         name: "direct",
@@ -189,6 +202,7 @@ pub const BANK: &[Example] = &[
         tools: &[],
         calls: &[],
         answer: r#"{"thought":"This needs no tool: it is general knowledge.","action":"final_answer","args":{"answer":"'Thank you' in German is 'Danke'."}}"#,
+        own: &[],
     },
 ];
 
@@ -338,6 +352,45 @@ fn named_tools<'a>(task: &str, tools: &'a [ToolInfo]) -> HashSet<&'a str> {
     named
 }
 
+/// The words of `example`'s own data ([`Example::own`]) that `answer` holds and none of
+/// `seen` does (the task, what the tools showed and returned, the tools' descriptions): the
+/// example copied into the answer. Whole words, any case. Regression: "I lost my copy of The
+/// River Oracle. How much do I have to pay?" was answered "The book is in the Blue Hall, but I
+/// don't know how many seats it has", the lookup example's hall.
+pub fn echoed(example: &Example, answer: &str, seen: &[&str]) -> Vec<String> {
+    let holds = |text: &str, w: &str| {
+        let (text, w) = (text.to_lowercase(), w.to_lowercase());
+        text.match_indices(&w).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + w.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    };
+    example
+        .own
+        .iter()
+        .filter(|w| holds(answer, w) && !seen.iter().any(|s| holds(s, w)))
+        .map(|w| w.to_string())
+        .collect()
+}
+
+/// What the loop tells the model when its answer holds `words` of the worked example, with
+/// the `task` it is to answer.
+pub fn echo_message(words: &[String], task: &str) -> String {
+    format!(
+        "[check: {} in your answer {} from the worked example shown before this task, not from \
+         this task or what the tools returned. Answer this task: {} Use the user's own data: \
+         what was shown before the first step, or the tools.]",
+        words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if words.len() == 1 { "comes" } else { "come" },
+        task.trim()
+    )
+}
+
 /// The messages of `example`, as an earlier task of the conversation.
 pub fn messages(example: &Example) -> Vec<Message> {
     let mut m = vec![Message::user(format!("Task: {}", example.task))];
@@ -459,6 +512,25 @@ mod tests {
         assert_eq!(n("Call t.echo."), Vec::<&str>::new());
         let echo = [info("t.echo")];
         assert_eq!(named_tools("Call t.echo.", &echo).len(), 1);
+    }
+
+    #[test]
+    fn words_of_the_example_copied_into_an_answer_are_named() {
+        let lookup = BANK.iter().find(|e| e.name == "lookup").unwrap();
+        let task = "I lost my copy of The River Oracle. How much do I have to pay?";
+        let answer = "The book is in the Blue Hall, but I don't know how many seats it has.";
+        assert_eq!(echoed(lookup, answer, &[task]), ["Blue Hall", "seats"]);
+        // A word the user's data holds too is theirs ("seats" a column of their database).
+        assert_eq!(
+            echoed(lookup, answer, &[task, "halls: hall_id, name, seats"]),
+            ["Blue Hall"]
+        );
+        // Whole words only, and an answer of the task's own words passes.
+        assert!(echoed(lookup, "The Bluehall seatsless", &[task]).is_empty());
+        assert!(echoed(lookup, "It costs 29.5 euros.", &[task]).is_empty());
+        let m = echo_message(&["Blue Hall".to_string()], task);
+        assert!(m.starts_with("[check: \"Blue Hall\" in your answer comes from the worked example"));
+        assert!(m.contains("Answer this task: I lost my copy"));
     }
 
     #[test]

@@ -92,6 +92,10 @@ struct Rounds {
     echo_checked: bool,
     /// Whether an answer was sent back for naming the other end of an order.
     order_checked: bool,
+    /// The worked example shown before the task, if any.
+    example: Option<&'static super::examples::Example>,
+    /// Whether an answer was sent back for words copied from the worked example.
+    example_checked: bool,
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
     /// The next round must call a tool (`final_answer` is not in its grammar): set by the
@@ -370,6 +374,8 @@ impl<P: Policy> Agent<P> {
             must_call: false,
             echo_checked: false,
             order_checked: false,
+            example,
+            example_checked: false,
             plan_rounds: 0,
         };
         if self.options.plan_tokens > 0 {
@@ -830,6 +836,30 @@ impl<P: Policy> Agent<P> {
                      tools returned, call another tool, or say what could not be found.]"
                 );
                 return Ok(self.send_back(run, st, done, "echo_check", observation));
+            }
+        }
+        if let (Some(example), true, false, false) = (
+            st.example,
+            self.options.evidence_check,
+            last_round,
+            st.example_checked,
+        ) {
+            let mut seen: Vec<&str> = vec![task];
+            seen.extend(st.notes.iter().map(String::as_str));
+            seen.extend(ctx.facts.iter().map(String::as_str));
+            seen.extend(
+                ctx.history
+                    .iter()
+                    .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
+            );
+            seen.extend(st.texts.iter().map(|r| r.observation.as_str()));
+            seen.extend(st.infos.iter().map(|i| i.description.as_str()));
+            let words = super::examples::echoed(example, &answer, &seen);
+            if !words.is_empty() {
+                st.example_checked = true;
+                let observation = super::examples::echo_message(&words, task);
+                self.emit(run.start, EventKind::ExampleCheck { round, words });
+                return Ok(self.send_back(run, st, done, "example_check", observation));
             }
         }
         if self.options.evidence_check && !last_round && !st.order_checked {

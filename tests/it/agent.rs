@@ -828,3 +828,49 @@ fn an_answer_naming_the_other_end_of_a_limited_order_is_sent_back_once() {
         "{text}"
     );
 }
+
+/// Regression (issue 19): "I lost my copy of The River Oracle. How much do I have to pay?" was
+/// answered "The book is in the Blue Hall, but I don't know how many seats it has": the worked
+/// example's hall. An answer holding words of the example's own data that the task and its
+/// results do not is sent back once, with the task restated.
+#[test]
+fn an_answer_copied_from_the_worked_example_is_sent_back_once() {
+    let task = "Tom has 12 apples and gives 5 of them away. How many apples are left?";
+    let (mut a, events) = agent(
+        vec![
+            answer("The bakery sells 7 rolls."),
+            calc("12 - 5"),
+            answer("Tom has 7 apples left."),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(task, None);
+    assert_eq!((r.answer.as_str(), r.rounds), ("Tom has 7 apples left.", 3));
+    let checks: Vec<Vec<String>> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::ExampleCheck { words, .. } => Some(words.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(checks, [vec!["bakery".to_string(), "rolls".to_string()]]);
+    let text = last_prompt_text(a.policy());
+    assert!(
+        text.contains("[check: \"bakery\", \"rolls\" in your answer come from the worked example")
+            && text.contains(&format!("Answer this task: {task}")),
+        "{text}"
+    );
+    // Without the example's words the answer stands at once.
+    let (mut a, events) = agent(
+        vec![calc("12 - 5"), answer("Tom has 7 apples left.")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    assert_eq!(a.run_task(task, None).rounds, 2);
+    assert!(!events
+        .kinds()
+        .iter()
+        .any(|k| matches!(k, EventKind::ExampleCheck { .. })));
+}
