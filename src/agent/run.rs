@@ -99,7 +99,10 @@ struct Rounds {
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
     /// The next round must call a tool (`final_answer` is not in its grammar): set by the
-    /// amount check, whose message the model otherwise answered by repeating its answer.
+    /// checks whose message asks for a query or a calculation (the evidence, amount, order
+    /// and example checks), which the model otherwise answered by repeating its answer.
+    /// Regression: "the science book that has no author recorded" was answered from three
+    /// sample rows, sent back for a query, and answered again word for word.
     must_call: bool,
 }
 
@@ -857,6 +860,7 @@ impl<P: Policy> Agent<P> {
             let words = super::examples::echoed(example, &answer, &seen);
             if !words.is_empty() {
                 st.example_checked = true;
+                st.must_call = true;
                 let observation = super::examples::echo_message(&words, task);
                 self.emit(run.start, EventKind::ExampleCheck { round, words });
                 return Ok(self.send_back(run, st, done, "example_check", observation));
@@ -873,6 +877,7 @@ impl<P: Policy> Agent<P> {
                 super::evidence::order_contradiction(&answer, &q, &r.observation)
             }) {
                 st.order_checked = true;
+                st.must_call = true;
                 let observation = super::evidence::order_message(&said, &shown);
                 self.emit(run.start, EventKind::OrderCheck { round, said, shown });
                 return Ok(self.send_back(run, st, done, "order_check", observation));
@@ -955,6 +960,7 @@ impl<P: Policy> Agent<P> {
             };
             if let Some((event, observation)) = flagged {
                 st.evidence_checked = true;
+                st.must_call = true;
                 self.emit(run.start, event);
                 return Ok(self.send_back(run, st, done, "evidence_check", observation));
             }

@@ -744,15 +744,23 @@ fn an_answer_with_numbers_found_nowhere_is_sent_back_once() {
         "{text}"
     );
 
-    // Once per task: the second unsupported answer stands.
+    // The round after the check must call a tool (the model had answered the check by
+    // repeating its answer), and once per task: the second unsupported answer stands.
     let (mut a, _) = agent(
-        vec![answer("7"), answer("8")],
+        vec![answer("7"), calc("2 + 2"), answer("8")],
         registry(vec![]),
         AgentOptions::default(),
     );
     let r = a.run_task("Pick a number.", None);
     assert_eq!(r.answer, "8");
-    assert_eq!(r.rounds, 2);
+    assert_eq!(r.rounds, 3);
+    let finals: Vec<bool> = a
+        .policy()
+        .schemas
+        .iter()
+        .map(|s| allowed(s).iter().any(|n| n == "final_answer"))
+        .collect();
+    assert_eq!(finals, [true, false, true]);
 
     // Supported by a result, with rounding: accepted at once.
     let (mut a, events) = agent(
