@@ -537,11 +537,10 @@ fn holds(low: &str, stem: &str) -> bool {
 /// The lines of a chunk shown for a hit, and their offset in it: the [`SNIPPET_LINES`]
 /// non-empty lines, starting at a line that holds a query word, whose distinct query words
 /// weigh the most together (`weights`, one per word: rare words weigh more). Ties go to the
-/// window whose first line weighs more, then to the first. Regression: "Which number should
-/// I call for an emergency when the clinic is closed?" was shown the line "The clinic is
-/// closed on Sundays" and the appointments number after it, not "Outside opening hours, call
-/// the emergency line …" three lines below, as both lines held two query words; the model
-/// answered with the appointments number.
+/// window whose first line weighs more, then to the first. Before, the snippet started at
+/// the line holding the most query words, each counted alike, and a line of two words common
+/// in the documents ("clinic", "closed") won over one of two rare ones; a plural in the query
+/// ("emergencies") did not find its singular in a line.
 fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
     let lines: Vec<&str> = text.lines().collect();
     let stems: Vec<&str> = words.iter().map(|w| stem(w)).collect();

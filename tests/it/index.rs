@@ -74,12 +74,10 @@ fn index_and_search_report_path_and_line() {
     }
 }
 
-/// Regression: "Which number should I call for an emergency when the clinic is closed?" was
-/// shown the line "The clinic is closed on Sundays" (two query words, both common in the
-/// documents) with the appointments number after it, not the emergency line three lines
-/// below (two query words too, one of them rare), and the model answered with the wrong
-/// number. The snippet now sits on the lines whose words are rare across the index, and a
-/// plural in the query finds the singular in the line.
+/// A passage is shown from the lines that hold the rare words of the query: the line "The
+/// clinic is closed on Sundays" holds two query words found in every file, the emergency line
+/// two found in one; the snippet used to start at the first line with the most query words,
+/// counted alike. A plural in the query finds the singular in the line.
 #[test]
 fn a_snippet_shows_the_lines_with_the_rare_words_of_the_query() {
     let dir = tempfile::tempdir().unwrap();
