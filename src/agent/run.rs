@@ -99,8 +99,8 @@ struct Rounds {
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
     /// The next round must call a tool (`final_answer` is not in its grammar): set by the
-    /// checks whose message asks for a query or a calculation (the evidence, amount, order
-    /// and example checks), which the model otherwise answered by repeating its answer.
+    /// checks whose message asks for a query or a calculation (the evidence, amount and order
+    /// checks), which the model otherwise answered by repeating its answer.
     /// Regression: "the science book that has no author recorded" was answered from three
     /// sample rows, sent back for a query, and answered again word for word.
     must_call: bool,
@@ -859,8 +859,10 @@ impl<P: Policy> Agent<P> {
             seen.extend(st.infos.iter().map(|i| i.description.as_str()));
             let words = super::examples::echoed(example, &answer, &seen);
             if !words.is_empty() {
+                // No call is forced: the words may be all that is wrong. Regression: "The
+                // bakery ordered 3 Helmet Pro rolls", right but for the words, was sent back,
+                // the forced call was a reasoning, and it made the 3 into 43.
                 st.example_checked = true;
-                st.must_call = true;
                 let observation = super::examples::echo_message(&words, task);
                 self.emit(run.start, EventKind::ExampleCheck { round, words });
                 return Ok(self.send_back(run, st, done, "example_check", observation));

@@ -864,6 +864,13 @@ fn an_answer_copied_from_the_worked_example_is_sent_back_once() {
         })
         .collect();
     assert_eq!(checks, [vec!["bakery".to_string(), "rolls".to_string()]]);
+    // No call is forced after it: the words may be all that was wrong (a right "3 Helmet Pro
+    // rolls" was made 43 by the reasoning a forced call chose).
+    assert!(a
+        .policy()
+        .schemas
+        .iter()
+        .all(|s| allowed(s).iter().any(|n| n == "final_answer")));
     let text = last_prompt_text(a.policy());
     assert!(
         text.contains("[check: \"bakery\", \"rolls\" in your answer come from the worked example")
