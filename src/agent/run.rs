@@ -841,11 +841,18 @@ impl<P: Policy> Agent<P> {
                 return Ok(self.send_back(run, st, done, "echo_check", observation));
             }
         }
-        if let (Some(example), true, false, false) = (
+        // Not after a reasoning, whose answer the model works out from the task itself: there
+        // the example's words are wording only. Regression: "The bakery has 20 supplies left"
+        // (right, reasoned) was sent back and made 25.
+        let reasoned = st.texts[st.plan_rounds..]
+            .iter()
+            .any(|r| serde_json::from_str::<Value>(&r.step).is_ok_and(|v| v["action"] == REASON));
+        if let (Some(example), true, false, false, false) = (
             st.example,
             self.options.evidence_check,
             last_round,
             st.example_checked,
+            reasoned,
         ) {
             let mut seen: Vec<&str> = vec![task];
             seen.extend(st.notes.iter().map(String::as_str));
