@@ -569,20 +569,24 @@ pub fn order_contradiction(answer: &str, query: &str, result: &str) -> Option<(S
         .rsplit(": the ")
         .next()?
         .to_string();
-    let lower = answer.to_lowercase();
-    let has = |w: &str| {
-        lower.match_indices(w).any(|(i, _)| {
-            let before = lower[..i].chars().next_back();
-            let after = lower[i + w.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-        })
-    };
+    let has = |w: &str| holds_word(answer, w);
     let (_, other) = ORDER_ENDS.iter().find(|(end, _)| *end == first)?;
     if has(&first) {
         return None;
     }
     let said = other.iter().find(|w| has(w))?;
     Some((said.to_string(), first))
+}
+
+/// Whether `text` holds `word` (any case) as a whole word or phrase: "oldest" is in "the
+/// oldest member", not in "boldest".
+pub(crate) fn holds_word(text: &str, word: &str) -> bool {
+    let (text, word) = (text.to_lowercase(), word.to_lowercase());
+    text.match_indices(&word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
 }
 
 /// What the loop tells the model when its answer names the `said` end of an order and the

@@ -358,14 +358,7 @@ fn named_tools<'a>(task: &str, tools: &'a [ToolInfo]) -> HashSet<&'a str> {
 /// River Oracle. How much do I have to pay?" was answered "The book is in the Blue Hall, but I
 /// don't know how many seats it has", the lookup example's hall.
 pub fn echoed(example: &Example, answer: &str, seen: &[&str]) -> Vec<String> {
-    let holds = |text: &str, w: &str| {
-        let (text, w) = (text.to_lowercase(), w.to_lowercase());
-        text.match_indices(&w).any(|(i, _)| {
-            let before = text[..i].chars().next_back();
-            let after = text[i + w.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-        })
-    };
+    let holds = super::evidence::holds_word;
     example
         .own
         .iter()
