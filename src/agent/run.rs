@@ -841,12 +841,17 @@ impl<P: Policy> Agent<P> {
                 return Ok(self.send_back(run, st, done, "echo_check", observation));
             }
         }
+        // The steps of the rounds (not the plan), read once for the checks below.
+        let steps: Vec<Option<Value>> = st.texts[st.plan_rounds..]
+            .iter()
+            .map(|r| serde_json::from_str(&r.step).ok())
+            .collect();
         // Not after a reasoning, whose answer the model works out from the task itself: there
         // the example's words are wording only. Regression: "The bakery has 20 supplies left"
         // (right, reasoned) was sent back and made 25.
-        let reasoned = st.texts[st.plan_rounds..]
+        let reasoned = steps
             .iter()
-            .any(|r| serde_json::from_str::<Value>(&r.step).is_ok_and(|v| v["action"] == REASON));
+            .any(|s| s.as_ref().is_some_and(|v| v["action"] == REASON));
         if let (Some(example), true, false, false, false) = (
             st.example,
             self.options.evidence_check,
@@ -877,11 +882,15 @@ impl<P: Policy> Agent<P> {
         }
         if self.options.evidence_check && !last_round && !st.order_checked {
             // The last sql result with an order note, and its query.
-            let last_sql = st.texts[st.plan_rounds..].iter().rev().find_map(|r| {
-                let v: Value = serde_json::from_str(&r.step).ok()?;
-                (v["action"] == "sql" && r.observation.contains("\n(ordered by "))
-                    .then(|| (v["args"]["query"].as_str().unwrap_or("").to_string(), r))
-            });
+            let last_sql = st.texts[st.plan_rounds..]
+                .iter()
+                .zip(&steps)
+                .rev()
+                .find_map(|(r, v)| {
+                    let v = v.as_ref()?;
+                    (v["action"] == "sql" && r.observation.contains("\n(ordered by "))
+                        .then(|| (v["args"]["query"].as_str().unwrap_or("").to_string(), r))
+                });
             if let Some((said, shown)) = last_sql.and_then(|(q, r)| {
                 super::evidence::order_contradiction(&answer, &q, &r.observation)
             }) {
@@ -903,10 +912,6 @@ impl<P: Policy> Agent<P> {
             );
             let notes: Vec<&str> = st.notes.iter().map(String::as_str).collect();
             let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
-            let steps: Vec<Option<Value>> = st.texts[st.plan_rounds..]
-                .iter()
-                .map(|r| serde_json::from_str(&r.step).ok())
-                .collect();
             let rounds: Vec<(Option<&str>, &str)> = st.texts[st.plan_rounds..]
                 .iter()
                 .zip(&steps)
@@ -923,9 +928,6 @@ impl<P: Policy> Agent<P> {
             let flagged = if missing.is_empty() {
                 // Values seen only in a few sample rows of a table are no evidence either.
                 let sampled = sampled_values(&answer, &told, &notes, &rounds);
-                let reasoned = steps
-                    .iter()
-                    .any(|s| s.as_ref().is_some_and(|v| v["action"] == REASON));
                 if !sampled.is_empty() {
                     let message = super::evidence::sample_message(&sampled);
                     let event = EventKind::EvidenceCheck {
