@@ -27,7 +27,7 @@ pub const MAX_CACHED_CONSTRAINTS: usize = 64;
 /// The run of tokens of which a [`Decoder`]'s output may not hold a third copy within one
 /// generation ([`generate::GenerateOptions::no_repeat_ngram`]): long enough that no reply of
 /// the calls suite changed with it (a step's answer may say "6.90 euros for orders below 100
-/// euros" three times, 13 tokens), short enough to turn a loop after a few words. Regression: the 1.5B model wrote `AND city = 'Amersfoort' AND created_at = …`
+/// euros" three times), short enough to turn a loop after a few words. Regression: the 1.5B model wrote `AND city = 'Amersfoort' AND created_at = …`
 /// again and again in one query until the 512-token limit cut the step, and spent 60 s on it.
 pub const NO_REPEAT_NGRAM: usize = 16;
 
