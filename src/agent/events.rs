@@ -31,8 +31,24 @@ pub enum EventKind {
         tools: Vec<String>,
         /// Long-term facts put in the prompt.
         facts: usize,
-        /// Earlier turns of the session put in the prompt.
+        /// Earlier turns of the session put in the prompt in full.
         history_turns: usize,
+        /// Earlier turns of the session put in the prompt by their summaries.
+        summaries: usize,
+    },
+    /// An earlier turn that no longer fits in full was summarised (`agent::summary`).
+    Summary {
+        /// The turn's id in the memory file.
+        turn: i64,
+        /// The summary as shown in prompts; `None` when the model's output was not one (the
+        /// turn is then left out).
+        text: Option<String>,
+        /// Prompt tokens of the summary's own context.
+        prompt_tokens: usize,
+        /// Tokens generated.
+        tokens: usize,
+        /// Time it took, ms.
+        ms: f64,
     },
     /// What the tools found for the task before its first round (search passages, database
     /// schemas and rows), put in the task's message: never added silently.

@@ -25,6 +25,7 @@ pub mod prompt;
 pub mod reason;
 mod run;
 pub mod step;
+pub mod summary;
 
 pub use events::{Event, EventKind, EventSink, TraceWriter};
 pub use policy::{scripted_tokens, Decoded, ModelPolicy, Policy, Reasoned, ScriptedPolicy};
@@ -59,6 +60,10 @@ pub struct AgentOptions {
     pub self_check: Option<f64>,
     /// Token budget for the session's earlier turns in the prompt.
     pub history_tokens: usize,
+    /// Show the session's earlier turns that no longer fit in full by a summary the model
+    /// writes once per turn ([`summary`]), rather than leaving them out. Off by default: on
+    /// the long sessions of the suite it won nothing and cost time (BENCHMARKS.md).
+    pub summaries: bool,
     /// How many long-term facts go into the prompt.
     pub facts: usize,
     /// Per-hour decay of a fact's score.
@@ -82,6 +87,9 @@ pub struct AgentOptions {
     pub reason: Option<bool>,
 }
 
+/// The most tokens `--history-tokens` may give the session's earlier turns.
+pub const MAX_HISTORY_TOKENS: usize = 8192;
+
 /// The smallest model the `reason` action is offered to unless asked otherwise. On the word
 /// problems of the suite, offering it took the 1.5B preset from 17 to 23 of 30, and the 0.5B
 /// from 6 to 3: shown the worked example that reasons first, the 0.5B copied its answer step
@@ -101,6 +109,7 @@ impl Default for AgentOptions {
             max_step_tokens: 512,
             self_check: None,
             history_tokens: 512,
+            summaries: false,
             facts: 5,
             memory_decay: crate::memory::DEFAULT_DECAY,
             task_context: true,
@@ -139,6 +148,13 @@ impl AgentOptions {
                  written in the agent's conversation, the reason action in a context of its own \
                  with checked arithmetic. Use one of them",
                 self.plan_tokens
+            ));
+        }
+        if self.history_tokens > MAX_HISTORY_TOKENS {
+            return Err(format!(
+                "--history-tokens is {}: at most {MAX_HISTORY_TOKENS} (the earlier turns share the \
+                 model's context with the task and its rounds)",
+                self.history_tokens
             ));
         }
         if let Some(t) = self.self_check {

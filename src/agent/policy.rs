@@ -93,6 +93,18 @@ pub trait Policy {
     fn parameters(&self) -> Option<u64> {
         None
     }
+    /// Decodes one JSON value valid against `schema`, at most `max_tokens` long, as the reply
+    /// to `messages` in a context of its own, apart from the agent's conversation (whose KV
+    /// cache stays as it was): a summary of an old turn ([`super::summary`]). `None` when the
+    /// policy cannot.
+    fn decode_aside(
+        &mut self,
+        _messages: &[Message],
+        _schema: &Value,
+        _max_tokens: usize,
+    ) -> Result<Option<Decoded>, AgentError> {
+        Ok(None)
+    }
     /// Reasons in plain text, at most `max_tokens` long, as the assistant's reply to
     /// `messages` (a context of its own, not the agent's), with each calculation written as
     /// `EXPRESSION =` completed by the calculator ([`super::reason`]). `None` when the policy
@@ -327,6 +339,42 @@ impl Policy for ModelPolicy {
         true
     }
 
+    fn decode_aside(
+        &mut self,
+        messages: &[Message],
+        schema: &Value,
+        max_tokens: usize,
+    ) -> Result<Option<Decoded>, AgentError> {
+        let mut constraint = self.constraint(schema)?;
+        let side = match &mut self.side {
+            Some(d) => d,
+            none => none.insert(self.decoder.sibling()),
+        };
+        let ids = side.model().clone().prompt_ids(messages)?;
+        let start = Instant::now();
+        let g = side.generate(&ids, max_tokens, Some(&mut constraint))?;
+        let mask_ms = constraint
+            .mask_times()
+            .iter()
+            .map(|d| d.as_secs_f64())
+            .sum::<f64>()
+            * 1000.0;
+        let total_ms = start.elapsed().as_secs_f64() * 1000.0;
+        let prefill_ms = g.time_to_first_token.as_secs_f64() * 1000.0;
+        Ok(Some(Decoded {
+            complete: !g.incomplete,
+            prompt_tokens: ids.len(),
+            reused_tokens: g.reused_tokens,
+            generated_tokens: g.tokens.len(),
+            sampled_tokens: g.sampled_tokens,
+            forced_tokens: g.forced_tokens,
+            prefill_ms,
+            decode_ms: (total_ms - prefill_ms).max(0.0),
+            mask_ms,
+            text: g.text,
+        }))
+    }
+
     fn parameters(&self) -> Option<u64> {
         Some(self.decoder.model().model.config.parameters())
     }
@@ -412,6 +460,10 @@ pub struct ScriptedPolicy {
     pub prompts: Vec<Vec<Message>>,
     /// Every schema it was given, in order.
     pub schemas: Vec<Value>,
+    /// Outputs for [`Policy::decode_aside`], in order (none: it cannot).
+    asides: VecDeque<Value>,
+    /// Every prompt [`Policy::decode_aside`] was asked to decode from, in order.
+    pub aside_prompts: Vec<Vec<Message>>,
 }
 
 impl ScriptedPolicy {
@@ -422,7 +474,16 @@ impl ScriptedPolicy {
             context,
             prompts: Vec::new(),
             schemas: Vec::new(),
+            asides: VecDeque::new(),
+            aside_prompts: Vec::new(),
         }
+    }
+
+    /// This policy, answering [`Policy::decode_aside`] with `asides` in order (each must be
+    /// valid against the schema it is asked under).
+    pub fn with_asides(mut self, asides: Vec<Value>) -> Self {
+        self.asides = asides.into();
+        self
     }
 
     /// Steps not used yet.
@@ -470,21 +531,47 @@ impl Policy for ScriptedPolicy {
                 list.join("; ")
             )));
         }
-        let text = step.to_string();
-        let generated = text.len().div_ceil(4);
-        let complete = generated <= max_tokens;
-        let text = if complete {
-            text
-        } else {
-            text.chars().take(max_tokens * 4).collect()
+        Ok(scripted_decoded(messages, &step, max_tokens))
+    }
+
+    fn decode_aside(
+        &mut self,
+        messages: &[Message],
+        schema: &Value,
+        max_tokens: usize,
+    ) -> Result<Option<Decoded>, AgentError> {
+        let Some(out) = self.asides.pop_front() else {
+            return Ok(None);
         };
-        Ok(Decoded {
-            complete,
-            prompt_tokens: scripted_tokens(messages),
-            generated_tokens: generated.min(max_tokens),
-            sampled_tokens: generated.min(max_tokens),
-            text,
-            ..Decoded::default()
-        })
+        self.aside_prompts.push(messages.to_vec());
+        if let Err(errors) = crate::tools::schema::validate(schema, &out) {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            return Err(AgentError::Script(format!(
+                "scripted aside output is not allowed by its schema: {}",
+                list.join("; ")
+            )));
+        }
+        Ok(Some(scripted_decoded(messages, &out, max_tokens)))
+    }
+}
+
+/// A scripted output as the model would have decoded it: about four characters a token, cut
+/// at `max_tokens`.
+fn scripted_decoded(messages: &[Message], step: &Value, max_tokens: usize) -> Decoded {
+    let text = step.to_string();
+    let generated = text.len().div_ceil(4);
+    let complete = generated <= max_tokens;
+    let text = if complete {
+        text
+    } else {
+        text.chars().take(max_tokens * 4).collect()
+    };
+    Decoded {
+        complete,
+        prompt_tokens: scripted_tokens(messages),
+        generated_tokens: generated.min(max_tokens),
+        sampled_tokens: generated.min(max_tokens),
+        text,
+        ..Decoded::default()
     }
 }

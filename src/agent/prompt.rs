@@ -140,6 +140,12 @@ pub struct TaskContext {
     pub facts: Vec<String>,
     /// The session's earlier turns, oldest first: (task, answer).
     pub history: Vec<(String, String)>,
+    /// The place in the session of each turn of `history` (1 for its first turn), for
+    /// "my first question"; empty when not known (then they are not numbered).
+    pub numbers: Vec<usize>,
+    /// Summaries of the session's turns before those of `history` (which no longer fit in
+    /// full), oldest first, one line each, with the turn's place in the session.
+    pub summaries: Vec<(usize, String)>,
 }
 
 /// What the tools listed in `infos` add to the message of `task`
@@ -191,11 +197,21 @@ pub fn task_message_with(
             }
             s.push('\n');
         }
-        if !ctx.history.is_empty() {
+        if !ctx.history.is_empty() || !ctx.summaries.is_empty() {
             s.push_str("Earlier in this conversation:\n");
-            for (t, a) in &ctx.history {
+            for (n, line) in &ctx.summaries {
+                // Written by the model from tool results: data too.
+                s.push_str(&format!(
+                    "Task {n} (in short): {}\n",
+                    defuse_control_tokens(&line.replace('\n', " "))
+                ));
+            }
+            for (i, (t, a)) in ctx.history.iter().enumerate() {
                 let a = defuse_control_tokens(a);
-                s.push_str(&format!("Task: {t}\nAnswer: {a}\n"));
+                match ctx.numbers.get(i) {
+                    Some(n) => s.push_str(&format!("Task {n}: {t}\nAnswer: {a}\n")),
+                    None => s.push_str(&format!("Task: {t}\nAnswer: {a}\n")),
+                }
             }
             s.push('\n');
         }
@@ -210,12 +226,84 @@ pub fn task_message_with(
     }
     s.push_str("Task: ");
     s.push_str(task.trim());
+    if let Some(note) = ctx.and_then(|c| earlier_turn_named(task, c)) {
+        s.push('\n');
+        s.push_str(&note);
+    }
     if dropped_rounds > 0 {
         s.push_str(&format!(
             "\n\n(The first {dropped_rounds} steps of this task were dropped to fit the context; their results are no longer shown.)"
         ));
     }
     Message::user(s)
+}
+
+/// The ordinal words a user counts their questions with, by place (1 for "first").
+const ORDINALS: [&str; 10] = [
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+];
+
+/// When `task` names an earlier turn by its place ("my first question", "the third
+/// question", "my previous question", "my last question") and that turn is in `ctx`, a note
+/// that says which it was, with its answer. Regression: with every earlier turn in the prompt
+/// and numbered, "And in which city does the customer from my third question live?" was
+/// answered for the customer of the newest turn (the fifth), and "the product from my first
+/// question" was the third turn's: the 1.5B did not count the turns.
+pub fn earlier_turn_named(task: &str, ctx: &TaskContext) -> Option<String> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let nouns = ["question", "questions", "task", "request"];
+    let at = words
+        .windows(3)
+        .position(|w| matches!(w[0], "my" | "the") && nouns.contains(&w[2]))?;
+    let which = words[at + 1];
+    let newest = ctx
+        .numbers
+        .last()
+        .copied()
+        .or_else(|| ctx.summaries.last().map(|(n, _)| *n))?;
+    let number = match which {
+        "last" | "previous" | "latest" => newest,
+        w => {
+            let ordinal = ORDINALS.iter().position(|o| *o == w).map(|i| i + 1);
+            let digits = w
+                .trim_end_matches(|c: char| c.is_alphabetic())
+                .parse::<usize>()
+                .ok()
+                .filter(|_| w.ends_with(['t', 'd', 'h']));
+            ordinal.or(digits)?
+        }
+    };
+    let full = ctx
+        .numbers
+        .iter()
+        .position(|&n| n == number)
+        .and_then(|i| ctx.history.get(i))
+        .map(|(t, a)| {
+            format!(
+                "“{}”, answered: “{}”",
+                t.trim(),
+                defuse_control_tokens(a.trim())
+            )
+        });
+    let short = || {
+        ctx.summaries
+            .iter()
+            .find(|(n, _)| *n == number)
+            .map(|(_, l)| format!("in short: {}", defuse_control_tokens(l)))
+    };
+    let said = full.or_else(short)?;
+    Some(format!(
+        "(The {} question of this conversation, task {number} above, was {said}.)",
+        if matches!(which, "last" | "previous" | "latest") {
+            "previous"
+        } else {
+            which
+        }
+    ))
 }
 
 /// What the loop asks for before round 1 when planning is on: the task thought through in
@@ -349,7 +437,10 @@ pub fn fit(
     min_dropped: usize,
     budget: usize,
 ) -> Result<Option<Fitted>, AgentError> {
-    let has_ctx = !ctx.facts.is_empty() || !ctx.history.is_empty() || !notes.is_empty();
+    let has_ctx = !ctx.facts.is_empty()
+        || !ctx.history.is_empty()
+        || !ctx.summaries.is_empty()
+        || !notes.is_empty();
     let mut dropped = min_dropped.min(rounds.len());
     let mut use_ctx = true;
     loop {
@@ -425,4 +516,60 @@ pub fn fit(
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> TaskContext {
+        TaskContext {
+            facts: vec![],
+            history: vec![
+                ("Which city is Jonas Weber from?".into(), "Berlin.".into()),
+                (
+                    "How many orders has Chloe placed?".into(),
+                    "2 orders.".into(),
+                ),
+            ],
+            numbers: vec![3, 4],
+            summaries: vec![(
+                1,
+                "Asked: price of the Rain Jacket | Answer: 119 euros".into(),
+            )],
+        }
+    }
+
+    #[test]
+    fn an_earlier_question_named_by_its_place_is_said_in_the_task() {
+        let c = ctx();
+        let note = earlier_turn_named("Where does the customer from my third question live?", &c);
+        assert_eq!(
+            note.as_deref(),
+            Some("(The third question of this conversation, task 3 above, was “Which city is Jonas Weber from?”, answered: “Berlin.”.)")
+        );
+        let note = earlier_turn_named("What would 3 of the jacket from my 1st question cost?", &c);
+        assert!(note
+            .unwrap()
+            .contains("task 1 above, was in short: Asked: price of the Rain Jacket"));
+        let note = earlier_turn_named("And for my previous question?", &c).unwrap();
+        assert!(
+            note.contains("task 4 above") && note.contains("2 orders."),
+            "{note}"
+        );
+        // A place that is not in the prompt, or no place at all: nothing is added.
+        assert!(earlier_turn_named("What about my second question?", &c).is_none());
+        assert!(earlier_turn_named("What was the first order?", &c).is_none());
+        assert!(earlier_turn_named("my first question", &TaskContext::default()).is_none());
+        let m = task_message(
+            "Where does the customer from my third question live?",
+            Some(&c),
+            0,
+        );
+        assert!(
+            m.content.ends_with("answered: “Berlin.”.)"),
+            "{}",
+            m.content
+        );
+    }
 }

@@ -22,6 +22,11 @@ use crate::model::template::Message;
 use crate::tools::recall::{RecallTool, DEFAULT_K};
 use crate::tools::{ErrorClass, Observation, ToolError, ToolInfo, ToolRegistry};
 
+/// The token count short-term memory is budgeted with: a quarter of the characters.
+fn count_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
 /// The agent: a policy (the model), the tools, the memory, the options, and who hears about
 /// what happens. One agent runs any number of tasks, one after the other; the model's KV
 /// cache carries the shared prompt prefix from one task to the next.
@@ -265,23 +270,18 @@ impl<P: Policy> Agent<P> {
                 let turn = store.begin_turn(sid, task)?;
                 let facts =
                     store.recall(sid, task, self.options.facts, self.options.memory_decay)?;
-                let history = store.short_term(sid, turn, self.options.history_tokens, &|t| {
-                    t.chars().count().div_ceil(4)
-                })?;
                 let has_facts = !store.session_facts(sid)?.is_empty() || !facts.is_empty();
-                Ok::<_, crate::memory::MemoryError>((sid, turn, facts, history, has_facts))
+                Ok::<_, crate::memory::MemoryError>((sid, turn, facts, has_facts))
             })();
             match opened {
-                Ok((sid, turn, facts, history, has_facts)) => {
+                Ok((sid, turn, facts, has_facts)) => {
                     run.session = Some((sid, turn));
                     ctx.facts = facts.into_iter().map(|f| f.fact.text).collect();
-                    ctx.history = history
-                        .into_iter()
-                        .filter_map(|i| match i {
-                            MemoryItem::PastTurn { task, answer, .. } => Some((task, answer)),
-                            MemoryItem::Step(_) => None,
-                        })
-                        .collect();
+                    if self.options.summaries {
+                        self.summarise_old_turns(run, sid, turn);
+                    }
+                    self.short_term(run, sid, turn, &mut ctx);
+                    let store = self.memory.as_ref().expect("memory is on");
                     if has_facts && store.path().to_str() != Some(":memory:") {
                         match MemoryStore::open(store.path()) {
                             Ok(s) => {
@@ -316,9 +316,141 @@ impl<P: Policy> Agent<P> {
                 tools,
                 facts: ctx.facts.len(),
                 history_turns: ctx.history.len(),
+                summaries: ctx.summaries.len(),
             },
         );
         ctx
+    }
+
+    /// The session's earlier turns for the task's prompt ([`MemoryStore::short_term`]): in
+    /// full while they fit the budget, then by their summaries.
+    fn short_term(
+        &mut self,
+        run: &mut TaskRun,
+        sid: SessionId,
+        turn: TurnId,
+        ctx: &mut TaskContext,
+    ) {
+        let Some(store) = &self.memory else { return };
+        match store.short_term_reserving(
+            sid,
+            turn,
+            self.options.history_tokens,
+            self.summary_reserve(),
+            &count_tokens,
+        ) {
+            Ok(items) => {
+                for item in items {
+                    match item {
+                        MemoryItem::PastTurn {
+                            task,
+                            answer,
+                            number,
+                            ..
+                        } => {
+                            ctx.history.push((task, answer));
+                            ctx.numbers.push(number);
+                        }
+                        MemoryItem::TurnSummary {
+                            summary, number, ..
+                        } => ctx.summaries.push((number, summary.line())),
+                        MemoryItem::Step(_) => {}
+                    }
+                }
+            }
+            Err(e) => self.warn(
+                run,
+                format!("the session's earlier turns are left out of this task: {e}"),
+            ),
+        }
+    }
+
+    /// The part of the history budget kept for summaries of older turns: a third with
+    /// summaries on, none without.
+    fn summary_reserve(&self) -> usize {
+        if self.options.summaries {
+            self.options.history_tokens / super::summary::RESERVE_DIVISOR
+        } else {
+            0
+        }
+    }
+
+    /// Writes the summaries of the session's earlier turns that no longer fit in full and
+    /// have none yet (at most [`super::summary::MAX_NEW_SUMMARIES`], newest first), so that
+    /// they are shown in short rather than dropped. A summary that cannot be written is
+    /// reported; the turn is then left out, as before summaries.
+    fn summarise_old_turns(&mut self, run: &mut TaskRun, sid: SessionId, turn: TurnId) {
+        let Some(store) = &self.memory else { return };
+        let pending = store
+            .turns_to_summarise(
+                sid,
+                turn,
+                self.options.history_tokens,
+                self.summary_reserve(),
+                &count_tokens,
+                super::summary::MAX_NEW_SUMMARIES,
+            )
+            .and_then(|turns| {
+                turns
+                    .into_iter()
+                    .map(|t| {
+                        let steps = store.steps(t.id)?;
+                        Ok((t, steps))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            });
+        let pending = match pending {
+            Ok(p) => p,
+            Err(e) => {
+                self.warn(run, format!("no summary of earlier turns: {e}"));
+                return;
+            }
+        };
+        for (old, steps) in pending {
+            let Some(messages) = super::summary::messages(&old, &steps) else {
+                continue;
+            };
+            let schema = super::summary::schema(&old);
+            let decoded = match self.policy.decode_aside(
+                &messages,
+                &schema,
+                super::summary::SUMMARY_MAX_TOKENS,
+            ) {
+                Ok(Some(d)) => d,
+                // A policy without a model to write it: the turn is left out, as before.
+                Ok(None) => return,
+                Err(e) => {
+                    self.warn(run, format!("no summary of an earlier turn: {e}"));
+                    return;
+                }
+            };
+            let r = &mut run.result;
+            r.prompt_tokens += decoded.prompt_tokens;
+            r.generated_tokens += decoded.generated_tokens;
+            r.decode_ms += decoded.decode_ms;
+            let summary = super::summary::parse(&decoded.text, &old, &steps);
+            self.emit(
+                run.start,
+                EventKind::Summary {
+                    turn: old.id.0,
+                    text: summary.as_ref().map(|s| s.line()),
+                    prompt_tokens: decoded.prompt_tokens,
+                    tokens: decoded.generated_tokens,
+                    ms: decoded.prefill_ms + decoded.decode_ms,
+                },
+            );
+            let Some(summary) = summary else { continue };
+            let kept = self
+                .memory
+                .as_ref()
+                .map(|store| store.set_summary(old.id, &summary));
+            if let Some(Err(e)) = kept {
+                self.warn(
+                    run,
+                    format!("a summary of an earlier turn was not kept: {e}"),
+                );
+            }
+        }
     }
 
     fn timed_out(run: &TaskRun) -> bool {
@@ -580,7 +712,14 @@ impl<P: Policy> Agent<P> {
             .iter()
             .map(|r| r.observation.clone())
             .collect();
-        let messages = super::reason::messages(task, &ctx.history, &ctx.facts, &st.notes, &found);
+        // Earlier turns known only by their summaries go in with the facts.
+        let known: Vec<String> = ctx
+            .summaries
+            .iter()
+            .map(|(n, l)| format!("Earlier task {n} of this conversation, in short: {l}"))
+            .chain(ctx.facts.iter().cloned())
+            .collect();
+        let messages = super::reason::messages(task, &ctx.history, &known, &st.notes, &found);
         let start = Instant::now();
         st.guards.bench(REASON);
         let reasoned = self
@@ -862,6 +1001,7 @@ impl<P: Policy> Agent<P> {
             let mut seen: Vec<&str> = vec![task];
             seen.extend(st.notes.iter().map(String::as_str));
             seen.extend(ctx.facts.iter().map(String::as_str));
+            seen.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
             seen.extend(
                 ctx.history
                     .iter()
@@ -905,6 +1045,7 @@ impl<P: Policy> Agent<P> {
             // What the model was told apart from the tools: the task, facts, earlier turns.
             let mut told: Vec<&str> = vec![task];
             told.extend(ctx.facts.iter().map(String::as_str));
+            told.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
             told.extend(
                 ctx.history
                     .iter()

@@ -36,9 +36,10 @@ impl RoundPrinter {
                 session,
                 facts,
                 history_turns,
+                summaries,
                 ..
             } if self.verbose => format!(
-                "task: tools {}; session {}; {facts} facts, {history_turns} earlier turns in the prompt",
+                "task: tools {}; session {}; {facts} facts, {history_turns} earlier turns in the prompt, {summaries} more by their summaries",
                 tools.join(", "),
                 session.as_deref().unwrap_or("none")
             ),
@@ -67,6 +68,26 @@ impl RoundPrinter {
                 "round {round}: the answer repeats cairn's note (\"{}\"); sent back",
                 short(repeated, 80)
             ),
+            EventKind::Summary {
+                turn,
+                text,
+                tokens,
+                ms,
+                ..
+            } => match text {
+                Some(t) if self.verbose => format!(
+                    "memory: earlier turn {turn} summarised ({tokens} tokens, {:.1} s): {}",
+                    ms / 1000.0,
+                    short(t, 240)
+                ),
+                Some(_) => format!(
+                    "memory: an earlier turn no longer fits in full; summarised ({:.1} s)",
+                    ms / 1000.0
+                ),
+                None => format!(
+                    "memory: earlier turn {turn} could not be summarised; it is left out of the prompt"
+                ),
+            },
             EventKind::Plan { text, tokens, ms } if self.verbose => format!(
                 "plan ({tokens} tokens, {:.1} s): {}",
                 ms / 1000.0,

@@ -349,13 +349,50 @@ pub enum MemoryItem {
     PastTurn {
         /// The turn.
         turn: TurnId,
+        /// Its place in the session: 1 for the session's first turn.
+        number: usize,
         /// Its task.
         task: String,
         /// Its answer.
         answer: String,
     },
+    /// An earlier finished turn of the same session that no longer fits in full, by its
+    /// summary ([`MemoryStore::set_summary`]).
+    TurnSummary {
+        /// The turn.
+        turn: TurnId,
+        /// Its place in the session: 1 for the session's first turn.
+        number: usize,
+        /// Its summary.
+        summary: TurnSummary,
+    },
     /// A step of the current turn.
     Step(Step),
+}
+
+/// A finished turn in short: what was asked, what the tools found that a later question may
+/// need, and the answer. Written by the model under a JSON schema when the turn no longer fits
+/// in full in its session's prompts, and kept in the memory file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct TurnSummary {
+    /// The question, in short.
+    pub asked: String,
+    /// What the tools found that a later question could need (names, ids, numbers).
+    pub found: String,
+    /// The answer, in short.
+    pub answer: String,
+}
+
+impl TurnSummary {
+    /// The summary as one line of prompt text.
+    pub fn line(&self) -> String {
+        let mut s = format!("Asked: {}", self.asked.trim());
+        if !self.found.trim().is_empty() {
+            s.push_str(&format!(" | Found: {}", self.found.trim()));
+        }
+        s.push_str(&format!(" | Answer: {}", self.answer.trim()));
+        s.replace('\n', " ")
+    }
 }
 
 impl MemoryItem {
@@ -364,6 +401,9 @@ impl MemoryItem {
         match self {
             MemoryItem::PastTurn { task, answer, .. } => {
                 format!("Earlier task: {task}\nAnswer: {answer}")
+            }
+            MemoryItem::TurnSummary { summary, .. } => {
+                format!("Earlier task (summary): {}", summary.line())
             }
             MemoryItem::Step(s) => {
                 let r = &s.record;

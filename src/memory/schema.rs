@@ -10,7 +10,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use super::MemoryError;
 
 /// The schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long SQLite itself waits on a lock before answering "busy".
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -79,6 +79,11 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO facts_fts(facts_fts, rowid, text) VALUES ('delete', old.id, old.text);
         INSERT INTO facts_fts(rowid, text) VALUES (new.id, new.text);
     END;
+    "#,
+    // 1 -> 2: a turn's summary (JSON: asked, found, answer), written when the turn no longer
+    // fits in full in a prompt of its session.
+    r#"
+    ALTER TABLE turns ADD COLUMN summary TEXT;
     "#,
 ];
 

@@ -9,8 +9,12 @@ use super::schema::{self, retry};
 use super::time::now;
 use super::{
     Forgotten, MemoryError, MemoryItem, SessionId, SessionInfo, Step, StepId, StepRecord, Turn,
-    TurnEnd, TurnId,
+    TurnEnd, TurnId, TurnSummary,
 };
+
+/// The least room (in the caller's tokens) left after the turns shown in full for summaries
+/// of older turns to be shown, or written.
+pub const SUMMARY_ROOM: usize = 24;
 
 /// How many earlier turns of a session short-term memory looks at, at most.
 const PAST_TURNS_SCANNED: i64 = 64;
@@ -285,13 +289,16 @@ impl MemoryStore {
         })
     }
 
-    /// Short-term memory for a prompt: the steps of `current_turn` and the task and answer of
-    /// the session's earlier finished turns, chosen newest first while their text (as
-    /// [`MemoryItem::text`], measured by `count_tokens`) fits in `budget_tokens`, and returned
-    /// oldest first. The first item that does not fit ends the selection, so what is returned
-    /// is always the most recent stretch, and a step is never split. `current_turn` must
-    /// belong to `session`: steps never cross sessions, and earlier turns contribute only their
-    /// task and answer.
+    /// Short-term memory for a prompt: the steps of `current_turn` and the session's earlier
+    /// finished turns, chosen newest first while their text (as [`MemoryItem::text`], measured
+    /// by `count_tokens`) fits in `budget_tokens`, and returned oldest first. Earlier turns
+    /// come in full (task and answer) while they fit; from the first that does not, each comes
+    /// by its summary ([`MemoryStore::set_summary`]) while the summaries fit. The first item
+    /// that does not fit (or a turn past the full ones with no summary yet) ends the
+    /// selection, so what is returned is always the most recent stretch, and a step is never
+    /// split. Summaries are shown only when at least [`SUMMARY_ROOM`] tokens are left for
+    /// them. `current_turn` must belong to `session`: steps never cross sessions, and earlier
+    /// turns contribute only their task and answer, or their summary.
     pub fn short_term(
         &self,
         session: SessionId,
@@ -299,6 +306,86 @@ impl MemoryStore {
         budget_tokens: usize,
         count_tokens: &dyn Fn(&str) -> usize,
     ) -> Result<Vec<MemoryItem>, MemoryError> {
+        self.short_term_reserving(session, current_turn, budget_tokens, 0, count_tokens)
+    }
+
+    /// [`MemoryStore::short_term`] with `reserve` tokens of the budget kept from the earlier
+    /// turns shown in full, for the summaries of older ones: without it the newest turns can
+    /// take the whole budget and no summary is ever shown.
+    pub fn short_term_reserving(
+        &self,
+        session: SessionId,
+        current_turn: TurnId,
+        budget_tokens: usize,
+        reserve: usize,
+        count_tokens: &dyn Fn(&str) -> usize,
+    ) -> Result<Vec<MemoryItem>, MemoryError> {
+        Ok(self
+            .walk(session, current_turn, budget_tokens, reserve, count_tokens)?
+            .0)
+    }
+
+    /// The earlier turns that [`MemoryStore::short_term_reserving`] would show by their
+    /// summary if they had one, newest first, at most `max`: the turns to summarise before a
+    /// prompt is made.
+    pub fn turns_to_summarise(
+        &self,
+        session: SessionId,
+        current_turn: TurnId,
+        budget_tokens: usize,
+        reserve: usize,
+        count_tokens: &dyn Fn(&str) -> usize,
+        max: usize,
+    ) -> Result<Vec<Turn>, MemoryError> {
+        let pending = self
+            .walk(session, current_turn, budget_tokens, reserve, count_tokens)?
+            .1;
+        pending
+            .into_iter()
+            .take(max)
+            .map(|t| self.turn(t))
+            .collect()
+    }
+
+    /// Keeps `summary` as the summary of `turn` (replacing an earlier one).
+    pub fn set_summary(&self, turn: TurnId, summary: &TurnSummary) -> Result<(), MemoryError> {
+        let json = serde_json::to_string(summary).unwrap_or_default();
+        let changed = self.write("keeping a turn's summary", |c| {
+            c.execute(
+                "UPDATE turns SET summary = ?1 WHERE id = ?2",
+                params![json, turn.0],
+            )
+        })?;
+        if changed == 0 {
+            return Err(MemoryError::UnknownTurn(turn.0));
+        }
+        Ok(())
+    }
+
+    /// The summary of `turn`, if one was kept (a summary that no longer reads as one counts
+    /// as none: it is written again).
+    pub fn summary(&self, turn: TurnId) -> Result<Option<TurnSummary>, MemoryError> {
+        let text: Option<String> = self.run("reading a turn's summary", |c| {
+            c.query_row("SELECT summary FROM turns WHERE id = ?1", [turn.0], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map(Option::flatten)
+        })?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    /// [`MemoryStore::short_term`]'s selection, and the turns it stopped at for want of a
+    /// summary (newest first: the one that ended the selection, then the older ones without
+    /// one).
+    fn walk(
+        &self,
+        session: SessionId,
+        current_turn: TurnId,
+        budget_tokens: usize,
+        reserve: usize,
+        count_tokens: &dyn Fn(&str) -> usize,
+    ) -> Result<(Vec<MemoryItem>, Vec<TurnId>), MemoryError> {
         let turn = self.turn(current_turn)?;
         if turn.session != session {
             return Err(MemoryError::TurnNotInSession {
@@ -307,34 +394,93 @@ impl MemoryStore {
             });
         }
         let steps = self.steps(current_turn)?;
-        let past: Vec<(TurnId, String, String)> = self.run("reading recent turns", |c| {
+        type Past = (TurnId, usize, String, String, Option<String>);
+        let past: Vec<Past> = self.run("reading recent turns", |c| {
             let mut stmt = c.prepare_cached(
-                "SELECT id, task, answer FROM turns \
+                "SELECT id, (SELECT COUNT(*) FROM turns AS e \
+                             WHERE e.session_id = turns.session_id AND e.id <= turns.id), \
+                        task, answer, summary FROM turns \
                  WHERE session_id = ?1 AND id < ?2 AND answer IS NOT NULL \
                  ORDER BY id DESC LIMIT ?3",
             )?;
             let rows = stmt.query_map(
                 params![session.0, current_turn.0, PAST_TURNS_SCANNED],
-                |r| Ok((TurnId(r.get(0)?), r.get(1)?, r.get(2)?)),
+                |r| {
+                    Ok((
+                        TurnId(r.get(0)?),
+                        r.get::<_, i64>(1)?.max(1) as usize,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                    ))
+                },
             )?;
             rows.collect()
         })?;
-        let newest_first = steps.into_iter().rev().map(MemoryItem::Step).chain(
-            past.into_iter()
-                .map(|(turn, task, answer)| MemoryItem::PastTurn { turn, task, answer }),
-        );
         let mut chosen = Vec::new();
         let mut used = 0usize;
-        for item in newest_first {
+        let fits = |item: &MemoryItem, used: &mut usize| {
             let cost = count_tokens(&item.text());
             if used.saturating_add(cost) > budget_tokens {
-                break;
+                return false;
             }
-            used += cost;
+            *used += cost;
+            true
+        };
+        for step in steps.into_iter().rev() {
+            let item = MemoryItem::Step(step);
+            if !fits(&item, &mut used) {
+                chosen.reverse();
+                return Ok((chosen, Vec::new()));
+            }
             chosen.push(item);
         }
+        let mut in_full = true;
+        let mut pending = Vec::new();
+        for (turn, number, task, answer, summary) in past {
+            if in_full {
+                let item = MemoryItem::PastTurn {
+                    turn,
+                    number,
+                    task,
+                    answer,
+                };
+                let cost = count_tokens(&item.text());
+                if used.saturating_add(cost).saturating_add(reserve) <= budget_tokens {
+                    used += cost;
+                    chosen.push(item);
+                    continue;
+                }
+                in_full = false;
+                if budget_tokens.saturating_sub(used) < SUMMARY_ROOM {
+                    // No room for even one summary: none is worth writing.
+                    break;
+                }
+            }
+            if !pending.is_empty() {
+                // Older than a turn with no summary: shown only once that one has one.
+                if summary.is_none() {
+                    pending.push(turn);
+                }
+                continue;
+            }
+            match summary.and_then(|t| serde_json::from_str::<TurnSummary>(&t).ok()) {
+                Some(summary) => {
+                    let item = MemoryItem::TurnSummary {
+                        turn,
+                        number,
+                        summary,
+                    };
+                    if !fits(&item, &mut used) {
+                        break;
+                    }
+                    chosen.push(item);
+                }
+                None => pending.push(turn),
+            }
+        }
         chosen.reverse();
-        Ok(chosen)
+        Ok((chosen, pending))
     }
 
     /// Deletes a session with its turns, steps and facts, including global facts that were

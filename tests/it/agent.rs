@@ -889,3 +889,85 @@ fn an_answer_copied_from_the_worked_example_is_sent_back_once() {
         .iter()
         .any(|k| matches!(k, EventKind::ExampleCheck { .. })));
 }
+
+/// Issue 19, item 8: an earlier turn of the session that no longer fits the history budget
+/// is summarised once (in a context of its own, under the summary schema), the summary is
+/// kept in the memory file and shown in the prompt in its place; without summaries it is
+/// left out, as before.
+#[test]
+fn an_earlier_turn_that_no_longer_fits_is_summarised_once_and_shown_in_short() {
+    let long = |what: &str| format!("{what} {}", "and more words about it ".repeat(8));
+    let run = |summaries: bool| {
+        let policy = ScriptedPolicy::new(
+            vec![
+                answer(&long("The Zephyr Cap is the blue one, code ZC-7")),
+                answer(&long("The Floor Pump is in the shed")),
+                answer("The blue one."),
+            ],
+            8192,
+        )
+        .with_asides(vec![json!({
+            "found": "Zephyr Cap: blue, code ZC-7",
+            "answer": "the blue one"
+        })]);
+        let mut a = Agent::new(
+            policy,
+            registry(vec![]),
+            Some(MemoryStore::open_in_memory().unwrap()),
+            AgentOptions {
+                history_tokens: 110,
+                summaries,
+                // "ZC-7" is in no tool result: not what this test is about.
+                evidence_check: false,
+                ..AgentOptions::default()
+            },
+        )
+        .unwrap();
+        let events = Events::default();
+        a.add_sink(Box::new(events.clone()));
+        a.run_task("Which Zephyr Cap do we sell?", Some("s"));
+        a.run_task("Where is the Floor Pump?", Some("s"));
+        let r = a.run_task("Which helmet did I ask about first?", Some("s"));
+        assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+        (a, events)
+    };
+
+    let (a, events) = run(true);
+    let p = last_prompt_text(a.policy());
+    assert!(
+        p.contains("Task 1 (in short): Asked: Which Zephyr Cap do we sell? | Found: Zephyr Cap: blue, code ZC-7 | Answer: the blue one"),
+        "{p}"
+    );
+    assert!(
+        p.contains("The Floor Pump is in the shed"),
+        "the newer turn in full: {p}"
+    );
+    assert!(!p.contains("The Zephyr Cap is the blue one"), "{p}");
+    // The summary was asked for once, from the old turn's task and answer.
+    let asked = &a.policy().aside_prompts;
+    assert_eq!(asked.len(), 1);
+    let text: String = asked[0].iter().map(|m| m.content.as_str()).collect();
+    assert!(
+        text.contains("Task: Which Zephyr Cap do we sell?"),
+        "{text}"
+    );
+    assert!(text.contains("The Zephyr Cap is the blue one"), "{text}");
+    let kinds = events.kinds();
+    let summaries: Vec<&EventKind> = kinds
+        .iter()
+        .filter(|k| matches!(k, EventKind::Summary { .. }))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{kinds:?}");
+    let store = a.memory().unwrap();
+    let sid = store.session("s").unwrap();
+    let first = store.turns(sid).unwrap()[0].id;
+    assert_eq!(
+        store.summary(first).unwrap().unwrap().found,
+        "Zephyr Cap: blue, code ZC-7"
+    );
+
+    let (a, _) = run(false);
+    let p = last_prompt_text(a.policy());
+    assert!(!p.contains("Zephyr Cap"), "left out without summaries: {p}");
+    assert!(a.policy().aside_prompts.is_empty());
+}

@@ -213,6 +213,46 @@ fn chat_carries_the_session_from_one_turn_to_the_next_and_resumes() {
     assert!(stderr.contains("resumed with 2 earlier turns"), "{stderr}");
 }
 
+/// Issue 19, item 8, end to end with the real 0.5B preset: `cairn chat --summaries` with a
+/// small history budget writes the summary of a turn that no longer fits (under its schema,
+/// the short question kept word for word) into the memory file, and `cairn memory show`
+/// prints it.
+#[test]
+fn chat_with_summaries_keeps_a_summary_of_a_turn_that_no_longer_fits() {
+    let home = tempfile::tempdir().unwrap();
+    let model = preset_path(DEFAULT);
+    let out = cairn(home.path())
+        .args([
+            "chat",
+            "--session",
+            "long",
+            "--summaries",
+            "--history-tokens",
+            "60",
+            "--model",
+        ])
+        .arg(&model)
+        .write_stdin(
+            "Please work out for me what 17 * 23 is, as a whole number, thank you.\n\
+             Please work out for me what 120 / 8 is, as a whole number, thank you.\n\
+             And what is 2 + 2?\n",
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let out = cairn(home.path())
+        .args(["memory", "show", "long"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("3 turns"), "{shown}");
+    assert!(
+        shown.contains("summary: Asked: Please work out for me what 17 * 23 is"),
+        "{stderr}\n{shown}"
+    );
+}
+
 #[test]
 fn an_empty_task_is_refused_before_loading_anything() {
     let home = tempfile::tempdir().unwrap();

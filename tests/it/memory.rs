@@ -13,7 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use cairn::memory::{
-    FactScope, MemoryError, MemoryItem, MemoryStore, NewFact, StepRecord, TurnEnd, SCHEMA_VERSION,
+    FactScope, MemoryError, MemoryItem, MemoryStore, NewFact, StepRecord, TurnEnd, TurnSummary,
+    SCHEMA_VERSION,
 };
 use predicates::prelude::*;
 
@@ -131,6 +132,7 @@ fn short_term_memory_takes_the_newest_items_that_fit_and_never_splits_a_step() {
         .iter()
         .map(|i| match i {
             MemoryItem::PastTurn { task, .. } => task.clone(),
+            MemoryItem::TurnSummary { .. } => "summary".to_string(),
             MemoryItem::Step(st) => format!("round {}", st.record.round),
         })
         .collect();
@@ -151,6 +153,123 @@ fn short_term_memory_takes_the_newest_items_that_fit_and_never_splits_a_step() {
     let got = store.short_term(s, t, total - 1, &words).unwrap();
     assert_eq!(got, all[1..].to_vec());
     assert!(store.short_term(s, t, 0, &words).unwrap().is_empty());
+}
+
+fn summary(answer: &str) -> TurnSummary {
+    TurnSummary {
+        asked: "a question".into(),
+        found: String::new(),
+        answer: answer.into(),
+    }
+}
+
+/// Issue 19, item 8: earlier turns that no longer fit in full are shown by their summaries
+/// (newest first while they fit) instead of being dropped; a turn still without one is the
+/// one to summarise, and nothing older than it is shown until it has one.
+#[test]
+fn turns_that_no_longer_fit_come_by_their_summaries() {
+    let store = MemoryStore::open_in_memory().unwrap();
+    let s = store.session("s").unwrap();
+    let long = "word ".repeat(20);
+    let mut turns = Vec::new();
+    for i in 1..=4 {
+        let t = store.begin_turn(s, &format!("task {i} {long}")).unwrap();
+        store.finish_turn(t, &end(&format!("answer {i}"))).unwrap();
+        turns.push(t);
+    }
+    let now = store.begin_turn(s, "current task").unwrap();
+    // Room for one turn in full (27 words) and two summaries (9 words each), not three.
+    let budget = 27 + 24;
+    let names = |items: &[MemoryItem]| -> Vec<String> {
+        items
+            .iter()
+            .map(|i| match i {
+                MemoryItem::PastTurn { answer, .. } => answer.clone(),
+                MemoryItem::TurnSummary { summary, .. } => format!("({})", summary.answer),
+                MemoryItem::Step(_) => "step".into(),
+            })
+            .collect()
+    };
+    let got = store.short_term(s, now, budget, &words).unwrap();
+    assert_eq!(names(&got), ["answer 4"], "no summaries yet: as before");
+    let pending = store
+        .turns_to_summarise(s, now, budget, 0, &words, 10)
+        .unwrap();
+    let ids: Vec<_> = pending.iter().map(|t| t.id).collect();
+    assert_eq!(ids, [turns[2], turns[1], turns[0]], "newest first");
+    assert_eq!(
+        store
+            .turns_to_summarise(s, now, budget, 0, &words, 1)
+            .unwrap()[0]
+            .id,
+        turns[2]
+    );
+
+    // Only the second turn has a summary: the third, without one, ends the selection.
+    store.set_summary(turns[1], &summary("two")).unwrap();
+    let got = store.short_term(s, now, budget, &words).unwrap();
+    assert_eq!(names(&got), ["answer 4"]);
+    store.set_summary(turns[2], &summary("three")).unwrap();
+    store.set_summary(turns[0], &summary("one")).unwrap();
+    let got = store.short_term(s, now, budget, &words).unwrap();
+    assert_eq!(
+        names(&got),
+        ["(two)", "(three)", "answer 4"],
+        "oldest first"
+    );
+    assert_eq!(store.summary(turns[0]).unwrap(), Some(summary("one")));
+    assert!(store
+        .turns_to_summarise(s, now, budget, 0, &words, 10)
+        .unwrap()
+        .is_empty());
+    // Too little room left for a summary: none is shown, none is asked for.
+    let got = store.short_term(s, now, 27 + 23, &words).unwrap();
+    assert_eq!(names(&got), ["answer 4"]);
+    store.set_summary(turns[2], &summary("three")).unwrap();
+    // A part of the budget kept for summaries: fewer turns in full, more turns in all.
+    let got = store.short_term(s, now, 60, &words).unwrap();
+    assert_eq!(names(&got), ["answer 3", "answer 4"]);
+    let got = store.short_term_reserving(s, now, 60, 20, &words).unwrap();
+    assert_eq!(names(&got), ["(one)", "(two)", "(three)", "answer 4"]);
+    // With room for everything, every turn comes in full.
+    let got = store.short_term(s, now, usize::MAX, &words).unwrap();
+    assert_eq!(
+        names(&got),
+        ["answer 1", "answer 2", "answer 3", "answer 4"]
+    );
+}
+
+/// A memory file written before summaries existed (schema version 1) is migrated in place:
+/// its turns are kept and can be summarised.
+#[test]
+fn a_version_1_memory_file_is_migrated_and_keeps_its_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.sqlite");
+    let turn = {
+        let store = MemoryStore::open(&path).unwrap();
+        let s = store.session("old").unwrap();
+        let t = store.begin_turn(s, "What is 6 * 7?").unwrap();
+        store.finish_turn(t, &end("42")).unwrap();
+        t
+    };
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("ALTER TABLE turns DROP COLUMN summary; PRAGMA user_version = 1;")
+            .unwrap();
+    }
+    let store = MemoryStore::open(&path).unwrap();
+    let s = store.find_session("old").unwrap();
+    let turns = store.turns(s.id).unwrap();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].end.as_ref().unwrap().answer, "42");
+    assert_eq!(store.summary(turn).unwrap(), None);
+    store.set_summary(turn, &summary("42")).unwrap();
+    assert_eq!(store.summary(turn).unwrap(), Some(summary("42")));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, SCHEMA_VERSION);
 }
 
 #[test]

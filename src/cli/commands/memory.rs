@@ -19,6 +19,7 @@ use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::memory::{
     format_utc, Fact, FactId, FactScope, MemoryError, MemoryStore, SessionInfo, Step, Turn,
+    TurnSummary,
 };
 use crate::tools::escape_controls;
 
@@ -151,7 +152,12 @@ pub fn run(
                 .into_iter()
                 .map(|turn| {
                     let steps = store.steps(turn.id)?;
-                    Ok(ExportTurn { turn, steps })
+                    let summary = store.summary(turn.id)?;
+                    Ok(ExportTurn {
+                        turn,
+                        steps,
+                        summary,
+                    })
                 })
                 .collect::<Result<Vec<_>, MemoryError>>()?;
             let facts = store.session_facts(session.id)?;
@@ -233,6 +239,9 @@ struct ExportTurn {
     #[serde(flatten)]
     turn: Turn,
     steps: Vec<Step>,
+    /// The turn's summary, once it no longer fitted in full in a prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<TurnSummary>,
 }
 
 fn session_names(store: &MemoryStore) -> Result<HashMap<i64, String>, MemoryError> {
@@ -368,6 +377,9 @@ fn write_transcript(
         }
         if let Some(e) = &turn.end {
             write_block(out, "", "answer", &e.answer)?;
+        }
+        if let Some(summary) = store.summary(turn.id)? {
+            write_block(out, "", "summary", &summary.line())?;
         }
     }
     let facts = store.session_facts(session.id)?;

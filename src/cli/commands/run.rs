@@ -28,6 +28,15 @@ pub struct AgentArgs {
     /// Record nothing in memory and read nothing from it.
     #[arg(long)]
     pub no_memory: bool,
+    /// Token budget of the session's earlier turns in the prompt (at most 8192): the newest
+    /// in full while they fit (with --summaries, older ones by their summaries).
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub history_tokens: usize,
+    /// Show the session's earlier turns that no longer fit in full by a short summary the
+    /// model writes of each (once per turn, a few seconds, kept in the memory file), in a
+    /// third of the --history-tokens budget kept for them, instead of leaving them out.
+    #[arg(long)]
+    pub summaries: bool,
     /// The most rounds (steps) of a task; the last one may only give the final answer.
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub max_rounds: usize,
@@ -139,6 +148,8 @@ impl AgentArgs {
             examples: !self.no_examples,
             plan_tokens: self.plan_tokens,
             reason: super::on_off(self.reason, self.no_reason),
+            history_tokens: self.history_tokens,
+            summaries: self.summaries,
             ..AgentOptions::default()
         };
         o.validate().map_err(anyhow::Error::msg)?;
