@@ -1705,7 +1705,8 @@ impl Tool for SqlTool {
         if names.is_empty() {
             names = earlier.map(names::name_terms).unwrap_or_default();
         }
-        if words.is_empty() && names.is_empty() {
+        let keyed = self.keyed_rows(task, self.options.max_context_chars);
+        if words.is_empty() && names.is_empty() && keyed.is_empty() {
             return (!parts.is_empty()).then(|| parts.join("\n\n"));
         }
         let mut scored: Vec<(usize, &TableEntry)> = self
@@ -1747,10 +1748,14 @@ impl Tool for SqlTool {
             ));
         }
         let budget = self.options.max_context_chars;
-        let named = self.named_rows(&names, budget);
+        let named = self.named_rows(&names, budget.saturating_sub(keyed.len()));
         // The rows of what the task names say more than a sample of the tables its other
         // words point to; those come only when no name was found.
-        let rows = if named.is_empty() {
+        let rows = if !keyed.is_empty() {
+            // The rows the task names by key say the most; a sample of the tables beside
+            // them only adds rows to mistake for them.
+            format!("{keyed}{named}")
+        } else if named.is_empty() {
             self.sample_rows(
                 scored
                     .iter()

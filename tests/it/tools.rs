@@ -1479,3 +1479,27 @@ args = { type = "object" }
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Prints \\x1b[31mred."));
 }
+
+/// Regression: "Who placed order number 5?" showed no row of `orders` before the first round
+/// ("order" names no topic for the table scoring), and the 1.5B searched the documents for
+/// "5". A number right after a table's name is read as a row's key: the row is shown, with
+/// the rows its keys point to.
+#[test]
+fn a_row_named_by_its_key_is_shown_before_the_first_round() {
+    let db = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/shop.sqlite");
+    let tool = SqlTool::open(&db, SqlOptions::default()).unwrap();
+    let context = tool
+        .context_for("Who placed order number 5?", None)
+        .unwrap();
+    assert!(
+        context.contains("-- orders: the row whose id is 5"),
+        "{context}"
+    );
+    assert!(context.contains("2026-10-07"), "{context}");
+    assert!(
+        context.contains("Marek Novak"),
+        "the customer it points to: {context}"
+    );
+    let context = tool.context_for("When was order 42 placed?", None).unwrap();
+    assert!(context.contains("-- orders: no row has id 42"), "{context}");
+}

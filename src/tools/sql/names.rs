@@ -176,7 +176,78 @@ struct Holder {
     held: Vec<String>,
 }
 
+/// The number a task writes right after a table's name, as the key of one of its rows:
+/// "order number 5", "order 3", "invoice #12", "visit no. 7", "loan id 40" (the name singular
+/// or plural, any case). `None` when the task writes none.
+pub(crate) fn key_after(task: &str, table: &str) -> Option<i64> {
+    let t = table.to_lowercase();
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let singular = t.strip_suffix('s').filter(|s| s.len() >= 3).unwrap_or(&t);
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '?' | '!' | ';' | ':' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        let w = w.trim_end_matches(['.', '\'']);
+        if w != singular && w != t && w != format!("{singular}s") {
+            continue;
+        }
+        let mut rest = words[i + 1..].iter().map(|w| w.trim_end_matches('.'));
+        let mut next = rest.next()?;
+        if matches!(next, "number" | "no" | "id" | "#") {
+            next = rest.next()?;
+        }
+        if let Ok(n) = next.trim_start_matches('#').parse::<i64>() {
+            return Some(n);
+        }
+    }
+    None
+}
+
 impl SqlTool {
+    /// The rows the task names by their key ([`key_after`]: "Who placed order number 5?"
+    /// shows the `orders` row whose integer primary key is 5, and the rows its keys point
+    /// to, the customer and the product), within `max_chars`. Regression: the 1.5B searched
+    /// the shop's documents for "5" twice and answered that order 5 was not in them.
+    pub(super) fn keyed_rows(&self, task: &str, max_chars: usize) -> String {
+        self.with_deadline(LOOKUP_TIME, |conn| {
+            let mut out = String::new();
+            for t in self.tables.iter().take(MAX_TABLES) {
+                let Some(key) = key_after(task, t) else {
+                    continue;
+                };
+                let Some(pk) = column_types(conn, t)
+                    .into_iter()
+                    .find(|(_, ty, pk)| *pk && ty.eq_ignore_ascii_case("INTEGER"))
+                    .map(|(c, _, _)| c)
+                else {
+                    continue;
+                };
+                let sql = format!("SELECT * FROM {} WHERE {} = {key}", quote(t), quote(&pk));
+                let Ok(r) = run_query(conn, &sql, &self.options) else {
+                    continue;
+                };
+                let heading = if r.text.contains("(no rows)") {
+                    format!("-- {t}: no row has {pk} {key}")
+                } else {
+                    format!("-- {t}: the row whose {pk} is {key}")
+                };
+                let named = super::name_lookup(conn, &sql, &self.tables, &r.keys, &self.options)
+                    .map(|n| format!("{n}\n"))
+                    .unwrap_or_default();
+                let block = format!("{heading}\n{}\n{named}", r.text.trim_end());
+                if out.len() + block.len() > max_chars {
+                    break;
+                }
+                out.push_str(&block);
+            }
+            out
+        })
+    }
+
     /// The rows that hold `names` (see the module's text), within `max_chars`: those of the
     /// [`NAMED_TABLES`] tables whose rows hold the most names, then the rows of up to
     /// [`LINKED_TABLES`] tables that point to the best table's named rows by a foreign key.
@@ -415,6 +486,21 @@ impl SqlTool {
 #[cfg(test)]
 mod tests {
     use super::name_terms;
+
+    #[test]
+    fn a_number_after_a_table_name_is_a_key() {
+        use super::key_after;
+        assert_eq!(key_after("Who placed order number 5?", "orders"), Some(5));
+        assert_eq!(key_after("When was order 3 placed?", "orders"), Some(3));
+        assert_eq!(key_after("What does invoice #12 say?", "invoice"), Some(12));
+        assert_eq!(
+            key_after("Which pet came to Visit no. 7?", "visit"),
+            Some(7)
+        );
+        assert_eq!(key_after("How many orders are there?", "orders"), None);
+        assert_eq!(key_after("Who placed 5 orders?", "orders"), None);
+        assert_eq!(key_after("order 5", "visit_treatment"), None);
+    }
 
     #[test]
     fn names_are_capitalised_runs_and_quotes_not_first_words() {
