@@ -141,7 +141,7 @@ pub struct TaskContext {
     /// The session's earlier turns, oldest first: (task, answer).
     pub history: Vec<(String, String)>,
     /// The place in the session of each turn of `history` (1 for its first turn), for
-    /// "my first question"; empty when not known (then they are not numbered).
+    /// "my first question" ([`earlier_turn_named`]); empty when not known.
     pub numbers: Vec<usize>,
     /// Summaries of the session's turns before those of `history` (which no longer fit in
     /// full), oldest first, one line each, with the turn's place in the session.
@@ -199,19 +199,19 @@ pub fn task_message_with(
         }
         if !ctx.history.is_empty() || !ctx.summaries.is_empty() {
             s.push_str("Earlier in this conversation:\n");
-            for (n, line) in &ctx.summaries {
+            for (_, line) in &ctx.summaries {
                 // Written by the model from tool results: data too.
                 s.push_str(&format!(
-                    "Task {n} (in short): {}\n",
+                    "In short: {}\n",
                     defuse_control_tokens(&line.replace('\n', " "))
                 ));
             }
-            for (i, (t, a)) in ctx.history.iter().enumerate() {
+            // Not numbered: with "Task 1:" labels the 1.5B answered a follow-up with the
+            // worked example's numbers (shop multi-1b); a task that names an earlier question
+            // by its place gets a note instead ([`earlier_turn_named`]).
+            for (t, a) in &ctx.history {
                 let a = defuse_control_tokens(a);
-                match ctx.numbers.get(i) {
-                    Some(n) => s.push_str(&format!("Task {n}: {t}\nAnswer: {a}\n")),
-                    None => s.push_str(&format!("Task: {t}\nAnswer: {a}\n")),
-                }
+                s.push_str(&format!("Task: {t}\nAnswer: {a}\n"));
             }
             s.push('\n');
         }
@@ -297,11 +297,15 @@ pub fn earlier_turn_named(task: &str, ctx: &TaskContext) -> Option<String> {
     };
     let said = full.or_else(short)?;
     Some(format!(
-        "(The {} question of this conversation, task {number} above, was {said}.)",
+        "(The {} question of this conversation was {said}.)",
         if matches!(which, "last" | "previous" | "latest") {
             "previous"
         } else {
-            which
+            number
+                .checked_sub(1)
+                .and_then(|i| ORDINALS.get(i))
+                .copied()
+                .unwrap_or(which)
         }
     ))
 }
@@ -546,15 +550,15 @@ mod tests {
         let note = earlier_turn_named("Where does the customer from my third question live?", &c);
         assert_eq!(
             note.as_deref(),
-            Some("(The third question of this conversation, task 3 above, was “Which city is Jonas Weber from?”, answered: “Berlin.”.)")
+            Some("(The third question of this conversation was “Which city is Jonas Weber from?”, answered: “Berlin.”.)")
         );
         let note = earlier_turn_named("What would 3 of the jacket from my 1st question cost?", &c);
-        assert!(note
-            .unwrap()
-            .contains("task 1 above, was in short: Asked: price of the Rain Jacket"));
+        assert!(note.unwrap().contains(
+            "first question of this conversation was in short: Asked: price of the Rain Jacket"
+        ));
         let note = earlier_turn_named("And for my previous question?", &c).unwrap();
         assert!(
-            note.contains("task 4 above") && note.contains("2 orders."),
+            note.contains("previous question") && note.contains("2 orders."),
             "{note}"
         );
         // A place that is not in the prompt, or no place at all: nothing is added.

@@ -9,7 +9,9 @@
 
 use serde_json::{json, Value};
 
-use crate::constrain::bounds::{bound_numbers, bound_strings, close_objects};
+use crate::constrain::bounds::{
+    bound_arrays, bound_numbers, bound_strings, close_objects, MAX_ARRAY_ITEMS,
+};
 
 /// The most characters of `thought`: room for a short plan and the results carried forward,
 /// but bounded. Measured on the 0.5B model: an unbounded thought tries to compute the answer
@@ -85,6 +87,7 @@ pub fn step_schema_of(tools: &[StepTool], with_final: bool) -> Value {
             let mut args = tool.args.clone();
             bound_strings(&mut args, ARG_MAX_CHARS);
             bound_numbers(&mut args);
+            bound_arrays(&mut args, MAX_ARRAY_ITEMS);
             close_objects(&mut args);
             json!({
                 "type": "object",

@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 
 pub use functions::{parse_functions, Function, FunctionError};
 
-use crate::constrain::bounds::bound_numbers;
+use crate::constrain::bounds::{bound_arrays, bound_numbers, MAX_ARRAY_ITEMS};
 use crate::constrain::{Constraint, ConstraintCompiler, ConstraintError, ConstraintSpec};
 use crate::decode::generate::{GenerateError, StopReason};
 use crate::decode::Decoder;
@@ -164,6 +164,7 @@ pub enum CallError {
 fn call_branch(f: &Function) -> Value {
     let mut arguments = f.parameters.clone();
     bound_numbers(&mut arguments);
+    bound_arrays(&mut arguments, MAX_ARRAY_ITEMS);
     json!({
         "type": "object",
         "properties": {"name": {"const": f.name}, "arguments": arguments},

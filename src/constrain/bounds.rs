@@ -8,6 +8,10 @@
 //!   [`MAX_FRACTION_DIGITS`] decimals (`multipleOf`, where it has none); a bounded range is
 //!   written without exponent, so `1e999999…` cannot start ([`bound_numbers`]).
 //!
+//! - Arrays without a bound of their own get at most [`MAX_ARRAY_ITEMS`] items
+//!   ([`bound_arrays`]): the 0.5B preset, asked to add one song to a playlist, listed made-up
+//!   titles until the token limit cut the call.
+//!
 //! - Objects that list their `properties` get no others ([`close_objects`]): a key the
 //!   definition does not name is one the model made up (`"dryRun"` copied from another
 //!   tool's arguments).
@@ -77,6 +81,34 @@ pub fn bound_strings(schema: &mut Value, max: u64) {
             }
         }
         Value::Array(a) => a.iter_mut().for_each(|v| bound_strings(v, max)),
+        _ => {}
+    }
+}
+
+/// The most items of an array the grammar lets the model write where the schema sets no
+/// `maxItems`: more than a question lists, few enough to end well before the token limit.
+pub const MAX_ARRAY_ITEMS: u64 = 32;
+
+/// Adds `maxItems: max` to every array schema in `schema` (wherever it is nested) that has no
+/// `maxItems` of its own.
+pub fn bound_arrays(schema: &mut Value, max: u64) {
+    match schema {
+        Value::Object(m) => {
+            let is_array = match m.get("type") {
+                Some(Value::String(t)) => t == "array",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+                _ => m.contains_key("items"),
+            };
+            if is_array && !m.contains_key("maxItems") {
+                m.insert("maxItems".into(), json!(max));
+            }
+            for (k, v) in m.iter_mut() {
+                if !matches!(k.as_str(), "enum" | "const" | "default" | "examples") {
+                    bound_arrays(v, max);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| bound_arrays(v, max)),
         _ => {}
     }
 }

@@ -935,7 +935,7 @@ fn an_earlier_turn_that_no_longer_fits_is_summarised_once_and_shown_in_short() {
     let (a, events) = run(true);
     let p = last_prompt_text(a.policy());
     assert!(
-        p.contains("Task 1 (in short): Asked: Which Zephyr Cap do we sell? | Found: Zephyr Cap: blue, code ZC-7 | Answer: the blue one"),
+        p.contains("In short: Asked: Which Zephyr Cap do we sell? | Found: Zephyr Cap: blue, code ZC-7 | Answer: the blue one"),
         "{p}"
     );
     assert!(

@@ -514,3 +514,35 @@ fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
         "SELECT SUM(p.price * o.quantity) FROM orders o JOIN products p ON p.id = o.product_id WHERE strftime('%Y', o.ordered_on) = '2024'"
     ));
 }
+
+/// Issue 20: an array the definition leaves unbounded gets `maxItems` when cairn builds a
+/// grammar from it, so a model that repeats itself must close the array (the 0.5B preset
+/// listed made-up song titles until the token limit cut its call).
+#[test]
+fn an_unbounded_array_gets_a_bound_the_output_keeps() {
+    let mut schema =
+        json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}});
+    cairn::constrain::bounds::bound_arrays(&mut schema, 3);
+    assert_eq!(schema["maxItems"], 3);
+    let (_dir, path) = tiny_model(&TinySpec::llama());
+    let lm = load(&path);
+    let compiler = compiler(&lm);
+    let mut complete = 0;
+    for seed in 0..20u64 {
+        let g = run(
+            &lm,
+            &compiler,
+            &ConstraintSpec::JsonSchema(schema.clone()),
+            "data:",
+            60,
+            hot(seed),
+        );
+        if g.incomplete {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&g.text).unwrap();
+        assert!(v.as_array().unwrap().len() <= 3, "{}", g.text);
+        complete += 1;
+    }
+    assert!(complete >= 15, "only {complete} of 20 closed the array");
+}
