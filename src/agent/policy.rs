@@ -58,6 +58,41 @@ pub struct Reasoned {
     pub decode_ms: f64,
 }
 
+/// The time `constraint` spent computing token masks, in ms.
+fn mask_ms(constraint: &Constraint) -> f64 {
+    constraint
+        .mask_times()
+        .iter()
+        .map(|d| d.as_secs_f64())
+        .sum::<f64>()
+        * 1000.0
+}
+
+/// A generation as a [`Decoded`] of `prompt_tokens` prompt tokens, started at `start`, with
+/// `complete` as the caller judges it.
+fn decoded(
+    g: crate::decode::generate::Generation,
+    prompt_tokens: usize,
+    start: Instant,
+    mask_ms: f64,
+    complete: bool,
+) -> Decoded {
+    let total_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let prefill_ms = g.time_to_first_token.as_secs_f64() * 1000.0;
+    Decoded {
+        complete,
+        prompt_tokens,
+        reused_tokens: g.reused_tokens,
+        generated_tokens: g.tokens.len(),
+        sampled_tokens: g.sampled_tokens,
+        forced_tokens: g.forced_tokens,
+        prefill_ms,
+        decode_ms: (total_ms - prefill_ms).max(0.0),
+        mask_ms,
+        text: g.text,
+    }
+}
+
 /// The grammar of a plan: text that starts with a letter and holds no braces (so no JSON).
 const PLAN_GRAMMAR: &str = "start: PLAN\nPLAN: /[A-Za-z][^{}]{0,3000}/\n";
 
@@ -201,31 +236,17 @@ impl ModelPolicy {
         let g = self
             .decoder
             .generate(&ids, max_tokens, constraint.as_deref_mut())?;
-        let mask_ms = constraint.map_or(0.0, |c| {
-            c.mask_times().iter().map(|d| d.as_secs_f64()).sum::<f64>() * 1000.0
-        });
-        let total_ms = start.elapsed().as_secs_f64() * 1000.0;
+        let mask_ms = constraint.map_or(0.0, |c| mask_ms(c));
         if self.generated.len() >= 4096 {
             self.generated.clear();
         }
         self.generated.insert(g.text.clone(), g.tokens.clone());
-        let prefill_ms = g.time_to_first_token.as_secs_f64() * 1000.0;
-        Ok(Decoded {
-            complete: if constrained {
-                !g.incomplete
-            } else {
-                g.stop == crate::decode::generate::StopReason::Eos
-            },
-            prompt_tokens: ids.len(),
-            reused_tokens: g.reused_tokens,
-            generated_tokens: g.tokens.len(),
-            sampled_tokens: g.sampled_tokens,
-            forced_tokens: g.forced_tokens,
-            prefill_ms,
-            decode_ms: (total_ms - prefill_ms).max(0.0),
-            mask_ms,
-            text: g.text,
-        })
+        let complete = if constrained {
+            !g.incomplete
+        } else {
+            g.stop == crate::decode::generate::StopReason::Eos
+        };
+        Ok(decoded(g, ids.len(), start, mask_ms, complete))
     }
 
     /// The loaded model.
@@ -353,26 +374,9 @@ impl Policy for ModelPolicy {
         let ids = side.model().clone().prompt_ids(messages)?;
         let start = Instant::now();
         let g = side.generate(&ids, max_tokens, Some(&mut constraint))?;
-        let mask_ms = constraint
-            .mask_times()
-            .iter()
-            .map(|d| d.as_secs_f64())
-            .sum::<f64>()
-            * 1000.0;
-        let total_ms = start.elapsed().as_secs_f64() * 1000.0;
-        let prefill_ms = g.time_to_first_token.as_secs_f64() * 1000.0;
-        Ok(Some(Decoded {
-            complete: !g.incomplete,
-            prompt_tokens: ids.len(),
-            reused_tokens: g.reused_tokens,
-            generated_tokens: g.tokens.len(),
-            sampled_tokens: g.sampled_tokens,
-            forced_tokens: g.forced_tokens,
-            prefill_ms,
-            decode_ms: (total_ms - prefill_ms).max(0.0),
-            mask_ms,
-            text: g.text,
-        }))
+        let mask_ms = mask_ms(&constraint);
+        let complete = !g.incomplete;
+        Ok(Some(decoded(g, ids.len(), start, mask_ms, complete)))
     }
 
     fn parameters(&self) -> Option<u64> {

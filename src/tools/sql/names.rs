@@ -208,6 +208,15 @@ pub(crate) fn key_after(task: &str, table: &str) -> Option<i64> {
 }
 
 impl SqlTool {
+    /// `heading`, the rows `r` that `sql` gave, and the rows their keys point to (a pet's
+    /// owner, a loan's member), as one block of the context.
+    fn block(&self, conn: &Connection, sql: &str, heading: &str, r: &super::QueryResult) -> String {
+        let named = super::name_lookup(conn, sql, &self.tables, &r.keys, &self.options)
+            .map(|n| format!("{n}\n"))
+            .unwrap_or_default();
+        format!("{heading}\n{}\n{named}", r.text.trim_end())
+    }
+
     /// The rows the task names by their key ([`key_after`]: "Who placed order number 5?"
     /// shows the `orders` row whose integer primary key is 5, and the rows its keys point
     /// to, the customer and the product), within `max_chars`. Regression: the 1.5B searched
@@ -235,10 +244,7 @@ impl SqlTool {
                 } else {
                     format!("-- {t}: the row whose {pk} is {key}")
                 };
-                let named = super::name_lookup(conn, &sql, &self.tables, &r.keys, &self.options)
-                    .map(|n| format!("{n}\n"))
-                    .unwrap_or_default();
-                let block = format!("{heading}\n{}\n{named}", r.text.trim_end());
+                let block = self.block(conn, &sql, &heading, &r);
                 if out.len() + block.len() > max_chars {
                     break;
                 }
@@ -380,10 +386,7 @@ impl SqlTool {
                     format!("-- {}: every row that holds {named}", h.table)
                 };
                 // The rows their keys point to (a pet's owner).
-                let named = super::name_lookup(conn, &sql, &self.tables, &r.keys, &self.options)
-                    .map(|n| format!("{n}\n"))
-                    .unwrap_or_default();
-                let block = format!("{heading}\n{}\n{named}", r.text.trim_end());
+                let block = self.block(conn, &sql, &heading, &r);
                 if out.len() + block.len() > max_chars {
                     break;
                 }
@@ -469,10 +472,7 @@ impl SqlTool {
             };
             // The rows their other keys point to (a loan's member): without them the model
             // answered "Member 1016" for who borrowed a book.
-            let named = super::name_lookup(conn, &sql, &self.tables, &r.keys, &self.options)
-                .map(|n| format!("{n}\n"))
-                .unwrap_or_default();
-            let block = format!("{heading}\n{}\n{named}", r.text.trim_end());
+            let block = self.block(conn, &sql, &heading, &r);
             if out.len() + block.len() > max_chars {
                 break;
             }
