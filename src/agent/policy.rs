@@ -311,6 +311,11 @@ impl ModelPolicy {
         Ok(ids)
     }
 
+    /// The decoder of the side context (`reason`, summaries), made on first use.
+    fn side(&mut self) -> &mut Decoder {
+        self.side.get_or_insert_with(|| self.decoder.sibling())
+    }
+
     fn constraint(&mut self, schema: &Value) -> Result<Constraint, AgentError> {
         let key = schema.to_string();
         let spec = ConstraintSpec::JsonSchema(schema.clone());
@@ -367,10 +372,7 @@ impl Policy for ModelPolicy {
         max_tokens: usize,
     ) -> Result<Option<Decoded>, AgentError> {
         let mut constraint = self.constraint(schema)?;
-        let side = match &mut self.side {
-            Some(d) => d,
-            none => none.insert(self.decoder.sibling()),
-        };
+        let side = self.side();
         let ids = side.model().clone().prompt_ids(messages)?;
         let start = Instant::now();
         let g = side.generate(&ids, max_tokens, Some(&mut constraint))?;
@@ -389,10 +391,7 @@ impl Policy for ModelPolicy {
         max_tokens: usize,
     ) -> Result<Option<Reasoned>, AgentError> {
         let context = self.context();
-        let side = match &mut self.side {
-            Some(d) => d,
-            none => none.insert(self.decoder.sibling()),
-        };
+        let side = self.side();
         let lm = side.model().clone();
         let tok = &lm.tokenizer;
         let mut ids = lm.prompt_ids(messages)?;
@@ -527,14 +526,11 @@ impl Policy for ScriptedPolicy {
                 self.prompts.len()
             ))
         })?;
-        if let Err(errors) = crate::tools::schema::validate(schema, &step) {
-            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            return Err(AgentError::Script(format!(
-                "scripted step {} is not allowed by the schema offered: {}",
-                self.prompts.len(),
-                list.join("; ")
-            )));
-        }
+        allowed(
+            schema,
+            &step,
+            &format!("scripted step {}", self.prompts.len()),
+        )?;
         Ok(scripted_decoded(messages, &step, max_tokens))
     }
 
@@ -548,15 +544,21 @@ impl Policy for ScriptedPolicy {
             return Ok(None);
         };
         self.aside_prompts.push(messages.to_vec());
-        if let Err(errors) = crate::tools::schema::validate(schema, &out) {
-            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            return Err(AgentError::Script(format!(
-                "scripted aside output is not allowed by its schema: {}",
-                list.join("; ")
-            )));
-        }
+        allowed(schema, &out, "scripted aside output")?;
         Ok(Some(scripted_decoded(messages, &out, max_tokens)))
     }
+}
+
+/// An error naming `what` when the scripted `value` is not valid against `schema`: the model
+/// could never have produced it.
+fn allowed(schema: &Value, value: &Value, what: &str) -> Result<(), AgentError> {
+    crate::tools::schema::validate(schema, value).map_err(|errors| {
+        let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        AgentError::Script(format!(
+            "{what} is not allowed by the schema offered: {}",
+            list.join("; ")
+        ))
+    })
 }
 
 /// A scripted output as the model would have decoded it: about four characters a token, cut
