@@ -60,6 +60,12 @@ pub const SETTINGS: &[Setting] = &[
         doc: "The forward pass: native (cairn's own CPU kernels, AMX / AVX-512 VNNI / AVX2 / portable, picked at run time) or candle (the candle engine, written for any candle device; on the CPU the reference the native one is tested against).",
     },
     Setting {
+        flag: "--device",
+        env: "CAIRN_DEVICE",
+        default: "cpu",
+        doc: "Where the model runs: cpu, cuda (or cuda:N for GPU number N) or metal. A GPU runs the candle engine and needs a build with the `cuda` (or `metal`) cargo feature; a build without it says so.",
+    },
+    Setting {
         flag: "--memory",
         env: "CAIRN_MEMORY",
         default: "the user's data folder + /cairn/memory.sqlite (HOME/memory.sqlite when --home or CAIRN_HOME is given)",
@@ -179,6 +185,8 @@ pub struct Config {
     pub requantize: bool,
     /// The forward pass to use.
     pub engine: crate::model::Engine,
+    /// Where the model runs; any device but the CPU uses the candle engine.
+    pub device: crate::model::DeviceSpec,
     /// How much goes to stderr.
     pub verbosity: Verbosity,
     /// The memory file (sessions, turns, steps, facts).
@@ -283,6 +291,7 @@ impl Default for Config {
             isa: None,
             requantize: !env_flag("CAIRN_KEEP_QUANT"),
             engine: crate::model::Engine::default(),
+            device: crate::model::DeviceSpec::default(),
             verbosity: Verbosity::Normal,
             memory: Config::default_memory(),
             memory_named: env_nonempty("CAIRN_MEMORY").is_some(),

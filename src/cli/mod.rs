@@ -57,6 +57,11 @@ pub struct GlobalArgs {
     /// [env: CAIRN_ENGINE]
     #[arg(long, global = true, value_name = "ENGINE")]
     pub engine: Option<String>,
+    /// Where the model runs: `cpu` (the default), `cuda` or `cuda:N` (an NVIDIA GPU; needs a
+    /// build with `--features cuda`), `metal` (needs `--features metal`). A GPU runs the
+    /// candle engine. [env: CAIRN_DEVICE]
+    #[arg(long, global = true, value_name = "DEVICE")]
+    pub device: Option<String>,
     /// The memory file (sessions, turns, steps, facts). [env: CAIRN_MEMORY]
     #[arg(long, global = true, value_name = "FILE")]
     pub memory: Option<std::path::PathBuf>,
@@ -178,10 +183,40 @@ impl GlobalArgs {
                 .parse()
                 .map_err(|e: String| anyhow::anyhow!("CAIRN_ENGINE: {e}"))?;
         }
+        let engine_named =
+            self.engine.is_some() || crate::config::env_nonempty("CAIRN_ENGINE").is_some();
         if let Some(e) = &self.engine {
             config.engine = e
                 .parse()
                 .map_err(|e: String| anyhow::anyhow!("--engine: {e}"))?;
+        }
+        let device_from = if self.device.is_some() {
+            "--device"
+        } else {
+            "CAIRN_DEVICE"
+        };
+        if let Some(d) = self
+            .device
+            .clone()
+            .or_else(|| crate::config::env_nonempty("CAIRN_DEVICE"))
+        {
+            config.device = d
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("{device_from}: {e}"))?;
+        }
+        if !config.device.is_cpu() {
+            // Said now, before a model is fetched or loaded.
+            config
+                .device
+                .check_compiled()
+                .map_err(|e| anyhow::anyhow!("{device_from}: {e}"))?;
+            if engine_named && config.engine == crate::model::Engine::Native {
+                anyhow::bail!(
+                    "{device_from} is {}: the native engine runs on the CPU only; leave out --engine (a GPU runs the candle engine) or use --device cpu",
+                    config.device
+                );
+            }
+            config.engine = crate::model::Engine::Candle;
         }
         if let Some(m) = &self.memory {
             config.memory = m.clone();

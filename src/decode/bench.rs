@@ -138,6 +138,15 @@ pub struct BenchReport {
     pub engine: String,
     /// The native engine's kernels (`avx512vnni`, `avx2`, `scalar`); empty for candle.
     pub kernels: String,
+    /// Where the model ran: `cpu`, `cuda:0`, `metal:0`.
+    pub device: String,
+    /// On a GPU: the copy of each decoded token's logits to host memory (for the constraint
+    /// mask and sampling), microseconds; `None` on the CPU, where there is no copy.
+    pub logits_copy_us: Option<Stat>,
+    /// On a GPU: that copy's share of a decode step (median copy ÷ median step).
+    pub logits_copy_share: Option<f64>,
+    /// On a CUDA GPU: bytes of its memory in use at the end of the run (every process's).
+    pub gpu_memory_bytes: Option<u64>,
     /// llama.cpp on the same file, when a llama-bench binary was given.
     pub vs_llama_bench: Option<LlamaBenchReport>,
 }
@@ -193,14 +202,16 @@ impl From<crate::model::template::TemplateError> for BenchError {
     }
 }
 
-/// One llama-bench run of a single test: `-p prompt -n 0` or `-p 0 -n gen`, one repetition.
+/// One llama-bench run of a single test: `-p prompt -n 0` or `-p 0 -n gen`, one repetition,
+/// with every layer on the GPU when `gpu` (`-ngl 99`, for a CUDA build of llama-bench) and
+/// none otherwise (`-ngl 0`, so a GPU build measures its CPU path as cairn's CPU run does).
 /// Returns its tokens/s and the build it reports.
 pub fn llama_bench_once(
     exe: &Path,
     model: &Path,
     threads: usize,
-    prompt: usize,
-    gen: usize,
+    (prompt, gen): (usize, usize),
+    gpu: bool,
 ) -> Result<(f64, String), BenchError> {
     let fail = |reason: String| BenchError::LlamaBench {
         path: exe.to_path_buf(),
@@ -211,6 +222,7 @@ pub fn llama_bench_once(
         .arg(model)
         .args(["-t", &threads.to_string()])
         .args(["-p", &prompt.to_string(), "-n", &gen.to_string()])
+        .args(["-ngl", if gpu { "99" } else { "0" }])
         .args(["-r", "1", "-o", "json"])
         .output()
         .map_err(|e| {
@@ -415,6 +427,8 @@ pub fn run(
     }
 
     let llama = opts.llama_bench.as_deref();
+    let gpu = !lm.model.device().is_cpu();
+    let mut copies = Vec::new();
     let (mut llama_pp, mut llama_tg, mut llama_build) = (Vec::new(), Vec::new(), String::new());
     let mut prefill = Vec::new();
     if !prompt.is_empty() {
@@ -434,7 +448,7 @@ pub fn run(
                     prompt.len(),
                     r + 1
                 ));
-                let (ts, build) = llama_bench_once(exe, &lm.path, threads, prompt.len(), 0)?;
+                let (ts, build) = llama_bench_once(exe, &lm.path, threads, (prompt.len(), 0), gpu)?;
                 llama_pp.push(ts);
                 llama_build = build;
             }
@@ -454,6 +468,9 @@ pub fn run(
             let t = Instant::now();
             for _ in 0..opts.gen_tokens {
                 token = argmax(session.append(&[token])?);
+                if let Some(copy) = session.logits_copy_time() {
+                    copies.push(copy.as_secs_f64() * 1e6);
+                }
             }
             decode.push(opts.gen_tokens as f64 / t.elapsed().as_secs_f64());
             if let Some(exe) = llama {
@@ -462,7 +479,8 @@ pub fn run(
                     opts.gen_tokens,
                     r + 1
                 ));
-                let (ts, build) = llama_bench_once(exe, &lm.path, threads, 0, opts.gen_tokens)?;
+                let (ts, build) =
+                    llama_bench_once(exe, &lm.path, threads, (0, opts.gen_tokens), gpu)?;
                 llama_tg.push(ts);
                 llama_build = build;
             }
@@ -501,6 +519,11 @@ pub fn run(
             decode_tok_s: tg,
         }
     });
+    let logits_copy_us = (!copies.is_empty()).then(|| Stat::of(&copies));
+    let logits_copy_share = logits_copy_us
+        .filter(|_| decode_tok_s.median > 0.0)
+        .map(|c| c.median * 1e-6 * decode_tok_s.median);
+    let gpu_memory_bytes = crate::model::device::gpu_memory_used(&lm.model.device());
     let report = &lm.model.report.stats;
     // Before the bandwidth measurement's own buffer.
     let rss_peak_bytes = peak_rss();
@@ -546,6 +569,10 @@ pub fn run(
         constrained,
         engine: lm.model.report.engine.name().to_string(),
         kernels: lm.model.report.kernels.to_string(),
+        device: lm.model.report.device.clone(),
+        logits_copy_us,
+        logits_copy_share,
+        gpu_memory_bytes,
         vs_llama_bench,
     })
 }

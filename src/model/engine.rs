@@ -84,6 +84,8 @@ pub struct LoadReport {
     pub engine: Engine,
     /// The CPU engine's kernels (`avx512vnni`, `avx2` or `scalar`); empty for candle.
     pub kernels: &'static str,
+    /// Where the weights live: `cpu`, `cuda:0`, `metal:0`.
+    pub device: String,
 }
 
 /// The engine a model runs on.
@@ -123,12 +125,30 @@ pub fn load(gguf: &mut GgufFile, opts: &LoadOptions) -> Result<Model> {
             stats,
             engine: kind,
             kernels,
+            device: device_name(&opts.device),
         },
         engine,
     })
 }
 
+/// `cpu`, `cuda:N` or `metal:N`, as `--device` names it.
+pub fn device_name(device: &Device) -> String {
+    match device.location() {
+        candle_core::DeviceLocation::Cpu => "cpu".into(),
+        candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+        candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
+    }
+}
+
 impl Model {
+    /// The device the weights and KV caches live on.
+    pub fn device(&self) -> Device {
+        match &self.engine {
+            Engines::Cpu(_) => Device::Cpu,
+            Engines::Candle(e) => e.device().clone(),
+        }
+    }
+
     /// The forward pass in use.
     pub fn engine(&self) -> Engine {
         self.report.engine
@@ -198,6 +218,15 @@ impl EngineState {
         match self {
             EngineState::Cpu(s) => s.kv(),
             EngineState::Candle(s) => s.kv(),
+        }
+    }
+
+    /// How long the last forward pass's copy of the logits from a GPU to host memory took;
+    /// `None` where the logits are computed in host memory (the CPU engine, candle on the CPU).
+    pub fn logits_copy_time(&self) -> Option<std::time::Duration> {
+        match self {
+            EngineState::Candle(s) if !s.logits_copy_time().is_zero() => Some(s.logits_copy_time()),
+            _ => None,
         }
     }
 

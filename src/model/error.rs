@@ -127,6 +127,14 @@ pub enum ModelError {
         /// The engine it was used with.
         expected: &'static str,
     },
+    /// The device asked for cannot be used (not compiled in, absent, or its driver failed).
+    #[error("cannot run on {device}: {reason}")]
+    Device {
+        /// The device, as `cuda:0`.
+        device: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// Constrained decoding failed.
     #[error("constrained decoding failed: {0}")]
     Constraint(String),

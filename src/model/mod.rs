@@ -11,6 +11,7 @@
 //!   - [`cpu`]: cairn's own CPU engine and quantized kernels (the default);
 //!   - [`candle`]: the candle engine, for any candle device (`--engine candle` on the CPU).
 //! - [`kv_cache`]: the bookkeeping of a KV cache; each engine keeps its own storage.
+//! - [`device`]: [`DeviceSpec`], where the model runs (`--device`), opened at load.
 //! - [`engine`]: [`Model`], a loaded model on its engine, and a session's engine state.
 //! - [`session`]: a [`Session`] holds the tokens in the KV cache and feeds only what is new.
 //! - [`sampling`]: greedy and temperature/top-k/top-p sampling.
@@ -24,6 +25,7 @@
 pub mod arch;
 pub mod candle;
 pub mod cpu;
+pub mod device;
 pub mod engine;
 pub mod error;
 pub mod fetch;
@@ -37,6 +39,7 @@ pub mod template;
 pub mod tokenizer;
 pub mod weights;
 
+pub use device::DeviceSpec;
 pub use engine::{load, Engine, LoadOptions, LoadReport, Model};
 pub use error::{ModelError, Result};
 pub use session::Session;

@@ -96,6 +96,12 @@ impl Session {
         }
     }
 
+    /// How long the last forward pass's copy of the logits from a GPU took (`None` on the
+    /// CPU; see [`EngineState::logits_copy_time`]).
+    pub fn logits_copy_time(&self) -> Option<std::time::Duration> {
+        self.state.logits_copy_time()
+    }
+
     /// What the last `feed` reused and computed.
     pub fn last_feed(&self) -> FeedStats {
         self.last_feed

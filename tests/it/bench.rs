@@ -60,10 +60,10 @@ fn vs_llama_bench_runs_it_on_the_same_file_and_threads_after_each_repetition() {
     let log = std::fs::read_to_string(dir.path().join("args.log")).unwrap();
     let m = model.display();
     let want = [
-        format!("-m {m} -t 2 -p 8 -n 0 -r 1 -o json"),
-        format!("-m {m} -t 2 -p 8 -n 0 -r 1 -o json"),
-        format!("-m {m} -t 2 -p 0 -n 4 -r 1 -o json"),
-        format!("-m {m} -t 2 -p 0 -n 4 -r 1 -o json"),
+        format!("-m {m} -t 2 -p 8 -n 0 -ngl 0 -r 1 -o json"),
+        format!("-m {m} -t 2 -p 8 -n 0 -ngl 0 -r 1 -o json"),
+        format!("-m {m} -t 2 -p 0 -n 4 -ngl 0 -r 1 -o json"),
+        format!("-m {m} -t 2 -p 0 -n 4 -ngl 0 -r 1 -o json"),
     ];
     assert_eq!(log.lines().collect::<Vec<_>>(), want);
 
@@ -172,6 +172,10 @@ fn the_engine_flag_picks_the_forward_pass_and_rejects_unknown_names() {
         );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(report["engine"], engine);
+        // On the CPU there is no copy of the logits to time and no GPU memory to read.
+        assert_eq!(report["device"], "cpu");
+        assert!(report["logits_copy_us"].is_null());
+        assert!(report["gpu_memory_bytes"].is_null());
         assert_eq!(
             report["kernels"].as_str().unwrap().is_empty(),
             engine == "candle"
@@ -194,4 +198,47 @@ fn the_engine_flag_picks_the_forward_pass_and_rejects_unknown_names() {
         .stderr(predicate::str::contains(
             "CAIRN_ENGINE: unknown engine `fast`",
         ));
+}
+
+/// `--device cpu` is the default spelled out: the native engine, or candle with `--engine
+/// candle`; a GPU asked of a build without its feature, or the native engine asked to run on
+/// a GPU, is a usage error before anything loads.
+#[test]
+fn the_device_flag_runs_on_the_cpu_and_refuses_what_this_build_cannot_do() {
+    let (dir, model) = tiny_model(&TinySpec::qwen2());
+    for engine in ["native", "candle"] {
+        cairn(dir.path())
+            .args(["--device", "cpu", "--engine", engine, "generate"])
+            .args(["--max-tokens", "2", "--model"])
+            .arg(&model)
+            .arg("hi")
+            .assert()
+            .success();
+    }
+    if cfg!(feature = "cuda") {
+        return;
+    }
+    for (flag, env) in [(Some("cuda"), None), (None, Some("cuda:1"))] {
+        let mut cmd = cairn(dir.path());
+        if let Some(d) = flag {
+            cmd.args(["--device", d]);
+        }
+        if let Some(d) = env {
+            cmd.env("CAIRN_DEVICE", d);
+        }
+        let says = if flag.is_some() {
+            "--device"
+        } else {
+            "CAIRN_DEVICE"
+        };
+        cmd.args(["bench", "--model"])
+            .arg(&model)
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains(says)
+                    .and(predicate::str::contains("--features cuda"))
+                    .and(predicate::str::contains("or use --device cpu")),
+            );
+    }
 }

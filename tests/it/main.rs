@@ -14,6 +14,8 @@ mod constrain;
 mod containment;
 mod crash;
 mod fetch;
+#[cfg(feature = "cuda")]
+mod gpu;
 mod index;
 mod load;
 mod mcp;

@@ -9,16 +9,17 @@ use cairn::model::LoadedModel;
 
 use crate::common::preset_model;
 
+/// One reference continuation made with llama.cpp.
 #[derive(serde::Deserialize)]
-struct Greedy {
-    prompt: String,
-    max_tokens: usize,
-    stopped_at_eos: bool,
-    text: String,
+pub(crate) struct Greedy {
+    pub prompt: String,
+    pub max_tokens: usize,
+    pub stopped_at_eos: bool,
+    pub text: String,
 }
 
 /// The five reference continuations of `preset` (`tests/data/greedy-PRESET.jsonl`).
-fn references(preset: &str) -> Vec<Greedy> {
+pub(crate) fn references(preset: &str) -> Vec<Greedy> {
     let path = format!(
         "{}/tests/data/greedy-{preset}.jsonl",
         env!("CARGO_MANIFEST_DIR")
@@ -32,7 +33,7 @@ fn references(preset: &str) -> Vec<Greedy> {
     refs
 }
 
-fn greedy(
+pub(crate) fn greedy(
     lm: &LoadedModel,
     prompt: &str,
     max_tokens: usize,
@@ -100,7 +101,7 @@ fn default_preset_greedy_matches_the_reference() {
 /// tokens: `None` when it agrees throughout (or both stop at the end-of-generation token),
 /// else the step and the margin by which our best token beat the best token that would have
 /// continued the reference (end-of-generation where the reference stopped).
-fn divergence(
+pub(crate) fn divergence(
     lm: &LoadedModel,
     prompt: &str,
     want: &str,
@@ -146,7 +147,7 @@ fn divergence(
 }
 
 /// A logit margin within the noise between two correct kernels (see the test below).
-const NEAR_TIE: f32 = 0.25;
+pub(crate) const NEAR_TIE: f32 = 0.25;
 
 /// The 1.5B preset, whose weights are all K-quants (Q4_K and Q6_K) computed on as stored,
 /// against llama.cpp's greedy continuations (`llama-simple`, built from source at commit

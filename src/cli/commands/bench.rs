@@ -131,7 +131,7 @@ pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Resu
         writeln!(out, "model    {} ({})", report.model, report.arch)?;
         writeln!(
             out,
-            "threads  {}   repetitions {}   engine {}{}",
+            "threads  {}   repetitions {}   engine {}{}   device {}",
             report.threads,
             report.repetitions,
             report.engine,
@@ -139,7 +139,8 @@ pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Resu
                 String::new()
             } else {
                 format!(" ({})", report.kernels)
-            }
+            },
+            report.device
         )?;
         writeln!(
             out,
@@ -173,6 +174,22 @@ pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Resu
                 report.bandwidth_gb_s,
                 report.decode_bytes_per_token / 1_000_000,
                 report.decode_bandwidth_share * 100.0
+            )?;
+        }
+        if let (Some(c), Some(share)) = (&report.logits_copy_us, report.logits_copy_share) {
+            writeln!(
+                out,
+                "logits   {} µs per token copied to the host ({:.1}% of a decode step)",
+                s(c),
+                share * 100.0
+            )?;
+        }
+        if let Some(used) = report.gpu_memory_bytes {
+            writeln!(
+                out,
+                "gpu mem  {} MB in use on {} at the end (every process's)",
+                used / 1_000_000,
+                report.device
             )?;
         }
         if let Some(rss) = report.rss_peak_bytes {

@@ -54,7 +54,7 @@ pub fn load_model(
         requantize: config.requantize,
         engine: config.engine,
         threads: config.threads,
-        ..LoadOptions::default()
+        device: config.device.open()?,
     };
     let lm = LoadedModel::load(&path, tokenizer_json, &load).context("cannot load the model")?;
     if lm.model.report.engine.name() == "native" {
@@ -68,7 +68,7 @@ pub fn load_model(
         let c = &lm.model.config;
         let stats = &lm.model.report.stats;
         printer.detail(&format!(
-            "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} MB used in place from the file, {} tensors re-quantized to Q8_0{}, engine {}{}) in {:.2} s",
+            "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} MB used in place from the file, {} tensors re-quantized to Q8_0{}, engine {}{}{}) in {:.2} s",
             path.display(),
             c.arch,
             c.layers,
@@ -87,6 +87,11 @@ pub fn load_model(
                 String::new()
             } else {
                 format!(" with {} kernels", lm.model.report.kernels)
+            },
+            if config.device.is_cpu() {
+                String::new()
+            } else {
+                format!(" on {}", config.device)
             },
             lm.load_time.as_secs_f64()
         ));

@@ -24,7 +24,8 @@ impl CandleLoader<'_> {
         let t = self.gguf.tensor(name, Some(&dims), self.device)?;
         // candle has no SIMD kernels for these types; Q8_0 has them (see --keep-quant).
         let t = match t.dtype() {
-            _ if !self.requantize => t,
+            // GPU backends have kernels for every stored type.
+            _ if !self.requantize || !self.device.is_cpu() => t,
             GgmlDType::Q5_0 => {
                 whole_q5_0_blocks(&t).map_err(|reason| ModelError::BadTensor {
                     path: self.gguf.path.clone(),

@@ -7,7 +7,8 @@
 //! - `state`: a session's [`CandleState`], the KV cache as tensors and the logits.
 //!
 //! The token embedding table stays quantized and only the looked-up rows are dequantized.
-//! The logits of the last token are copied to the state's host buffer once per forward pass.
+//! The logits of the last token are copied to the state's host buffer once per forward pass;
+//! on a GPU that copy is timed ([`CandleState::logits_copy_time`], reported by `cairn bench`).
 
 mod load;
 mod state;
@@ -145,9 +146,21 @@ impl Forward for CandleEngine {
         state.kv.advance(n);
         let last = x.narrow(0, n - 1, 1)?;
         let last = candle_nn::ops::rms_norm(&last, &w.norm, c.rms_eps as f32)?;
-        let logits = self.output.forward(&last)?.squeeze(0)?;
-        // The one copy of the logits, to host memory.
-        state.logits = logits.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let logits = self
+            .output
+            .forward(&last)?
+            .squeeze(0)?
+            .to_dtype(DType::F32)?;
+        if self.device.is_cpu() {
+            state.logits = logits.to_vec1::<f32>()?;
+        } else {
+            // The one copy of the logits, to host memory, timed on its own: a GPU runs the
+            // pass asynchronously, so it is waited for first.
+            self.device.synchronize()?;
+            let start = std::time::Instant::now();
+            state.logits = logits.to_vec1::<f32>()?;
+            state.logits_copy = start.elapsed();
+        }
         Ok(())
     }
 }

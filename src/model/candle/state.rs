@@ -15,6 +15,9 @@ pub struct CandleState {
     keys: Vec<Tensor>,
     values: Vec<Tensor>,
     pub(super) logits: Vec<f32>,
+    /// How long the last copy of the logits to host memory took, after the device had
+    /// finished the forward pass (zero on the CPU, where there is no copy to time).
+    pub(super) logits_copy: std::time::Duration,
     device: Device,
 }
 
@@ -35,6 +38,7 @@ impl CandleState {
             keys: Vec::new(),
             values: Vec::new(),
             logits: Vec::new(),
+            logits_copy: std::time::Duration::ZERO,
             device: device.clone(),
         }
     }
@@ -80,6 +84,14 @@ impl CandleState {
             self.keys[layer].narrow(1, 0, total)?,
             self.values[layer].narrow(1, 0, total)?,
         ))
+    }
+}
+
+impl CandleState {
+    /// How long the last forward pass's copy of the logits to host memory took (zero on the
+    /// CPU).
+    pub fn logits_copy_time(&self) -> std::time::Duration {
+        self.logits_copy
     }
 }
 
