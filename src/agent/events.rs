@@ -74,6 +74,10 @@ pub enum EventKind {
     Reason {
         /// The round.
         round: usize,
+        /// Which reasoning of the step's vote: 0 the greedy one, then the sampled ones.
+        vote: usize,
+        /// Its answer as the vote compared it ([`super::reason::answer_key`]); `None`: none.
+        answer: Option<String>,
         /// The reasoning, with the checked values written in.
         text: String,
         /// The calculations checked: (expression, value written after its `=`).

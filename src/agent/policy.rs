@@ -143,11 +143,13 @@ pub trait Policy {
     /// Reasons in plain text, at most `max_tokens` long, as the assistant's reply to
     /// `messages` (a context of its own, not the agent's), with each calculation written as
     /// `EXPRESSION =` completed by the calculator ([`super::reason`]). `None` when the policy
-    /// cannot.
+    /// cannot. `sample`: `None` decodes with the policy's own sampling (greedy by default);
+    /// `Some(n)` samples the n-th reasoning of a vote at [`super::reason::VOTE_TEMPERATURE`].
     fn reason(
         &mut self,
         _messages: &[Message],
         _max_tokens: usize,
+        _sample: Option<u64>,
     ) -> Result<Option<Reasoned>, AgentError> {
         Ok(None)
     }
@@ -389,6 +391,28 @@ impl Policy for ModelPolicy {
         &mut self,
         messages: &[Message],
         max_tokens: usize,
+        sample: Option<u64>,
+    ) -> Result<Option<Reasoned>, AgentError> {
+        let own = self.side().sampling();
+        if let Some(n) = sample {
+            self.side().set_sampling(SamplingParams {
+                temperature: super::reason::VOTE_TEMPERATURE,
+                seed: own.seed.wrapping_add(n.wrapping_mul(0x9E37_79B9)),
+                ..SamplingParams::default()
+            });
+        }
+        let out = self.reason_with(messages, max_tokens);
+        self.side().set_sampling(own);
+        out
+    }
+}
+
+impl ModelPolicy {
+    /// One reasoning on the side decoder with its current sampling ([`Policy::reason`]).
+    fn reason_with(
+        &mut self,
+        messages: &[Message],
+        max_tokens: usize,
     ) -> Result<Option<Reasoned>, AgentError> {
         let context = self.context();
         let side = self.side();
@@ -467,6 +491,10 @@ pub struct ScriptedPolicy {
     asides: VecDeque<Value>,
     /// Every prompt [`Policy::decode_aside`] was asked to decode from, in order.
     pub aside_prompts: Vec<Vec<Message>>,
+    /// Texts for [`Policy::reason`], in order (none: it cannot reason).
+    reasonings: VecDeque<String>,
+    /// The `sample` argument of every [`Policy::reason`] call, in order.
+    pub reason_samples: Vec<Option<u64>>,
 }
 
 impl ScriptedPolicy {
@@ -479,7 +507,16 @@ impl ScriptedPolicy {
             schemas: Vec::new(),
             asides: VecDeque::new(),
             aside_prompts: Vec::new(),
+            reasonings: VecDeque::new(),
+            reason_samples: Vec::new(),
         }
+    }
+
+    /// This policy, answering [`Policy::reason`] with `texts` in order (each a whole
+    /// reasoning); it then offers the `reason` action.
+    pub fn with_reasonings(mut self, texts: Vec<String>) -> Self {
+        self.reasonings = texts.into();
+        self
     }
 
     /// This policy, answering [`Policy::decode_aside`] with `asides` in order (each must be
@@ -546,6 +583,32 @@ impl Policy for ScriptedPolicy {
         self.aside_prompts.push(messages.to_vec());
         allowed(schema, &out, "scripted aside output")?;
         Ok(Some(scripted_decoded(messages, &out, max_tokens)))
+    }
+
+    fn can_reason(&self) -> bool {
+        !self.reasonings.is_empty()
+    }
+
+    fn reason(
+        &mut self,
+        messages: &[Message],
+        _max_tokens: usize,
+        sample: Option<u64>,
+    ) -> Result<Option<Reasoned>, AgentError> {
+        self.reason_samples.push(sample);
+        let text = self.reasonings.pop_front().ok_or_else(|| {
+            AgentError::Script(format!(
+                "the script has no reasoning left for call {}",
+                self.reason_samples.len()
+            ))
+        })?;
+        Ok(Some(Reasoned {
+            generated_tokens: text.len().div_ceil(4),
+            prompt_tokens: scripted_tokens(messages),
+            text,
+            complete: true,
+            ..Reasoned::default()
+        }))
     }
 }
 

@@ -20,6 +20,11 @@
 //! output written in, where the model would have made one up.
 //!
 //! The result is the agent's observation: the reasoning with its last line, `Answer: …`.
+//!
+//! Votes (self-consistency): with `--reason-votes N` above 1, reasonings are sampled
+//! ([`VOTE_TEMPERATURE`]) beside the greedy one, up to N in all, until the vote is settled
+//! ([`vote_settled`]); the greedy answer ([`answer_key`]) stands unless more than half of
+//! them reached one other answer ([`tally`]).
 
 use std::sync::OnceLock;
 
@@ -42,6 +47,127 @@ const FOUND_MAX_CHARS: usize = 3000;
 /// reasons at least as well as its model does alone.
 pub const INSTRUCTION: &str =
     "Think step by step, then give the final answer on the last line, as: Answer: <the answer>";
+
+/// The temperature of the reasonings sampled for a vote (the greedy one is the first): the
+/// self-consistency paper's 0.7, with the sampler's default top-k and top-p.
+pub const VOTE_TEMPERATURE: f32 = 0.7;
+
+/// The most reasonings one `reason` step may take (`--reason-votes`).
+pub const MAX_VOTES: usize = 8;
+
+/// What a reasoning's answer says, for comparing two reasonings: the numbers of its last
+/// `Answer:` line (or last `\boxed{}`), as the calculator would read them (`1,200` is 1200,
+/// `18.50` is 18.5), or where it has none its words in lower case. `None` when the reasoning
+/// gives no answer (cut by its token limit, say).
+pub fn answer_key(text: &str) -> Option<String> {
+    static NUMBER: OnceLock<regex::Regex> = OnceLock::new();
+    let number =
+        NUMBER.get_or_init(|| regex::Regex::new(r"-?\d+(?:\.\d+)?").expect("the pattern is valid"));
+    let line = text
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let lower = l.to_ascii_lowercase();
+            lower
+                .find("answer:")
+                .map(|i| l[i + "answer:".len()..].to_string())
+        })
+        .or_else(|| last_boxed(text).map(str::to_string))?;
+    let line = normalize(&line);
+    let numbers: Vec<String> = number
+        .find_iter(&line)
+        .map(|m| {
+            let n = m.as_str();
+            match n.split_once('.') {
+                Some((int, frac)) if frac.trim_end_matches('0').is_empty() => int.to_string(),
+                Some((int, frac)) => format!("{int}.{}", frac.trim_end_matches('0')),
+                None => n.to_string(),
+            }
+        })
+        .collect();
+    if !numbers.is_empty() {
+        return Some(numbers.join(" "));
+    }
+    let words: Vec<String> = line
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The content of the last `\boxed{…}` in `text`, braces balanced; `None` when there is none,
+/// it is empty, or it is not closed (a reply cut by the token limit). The model-alone
+/// baseline reads its answers with it too.
+pub fn last_boxed(text: &str) -> Option<&str> {
+    let at = text.rfind("\\boxed{")? + "\\boxed{".len();
+    let mut depth = 1usize;
+    for (i, c) in text[at..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let inner = text[at..at + i].trim();
+                    return (!inner.is_empty()).then_some(inner);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The vote of reasonings whose answers are `keys`, in the order they were made, the greedy
+/// one first: the index of the reasoning whose answer wins, and how many reached it. The
+/// greedy answer stands unless more than half of the reasonings reached one other answer: a
+/// sampled reasoning is a noisier guess than the greedy one (on the suite's word problems the
+/// greedy answer was right where three samples split 2, 2 and 0 against it). When the greedy
+/// reasoning gave no answer, the answer most reached wins (a tie: the one given first).
+/// Reasonings without an answer do not vote; `None` when none has one.
+pub fn tally(keys: &[Option<String>]) -> Option<(usize, usize)> {
+    let count = |key: &String| keys.iter().filter(|k| k.as_ref() == Some(key)).count();
+    let mut best: Option<(usize, usize)> = None;
+    for (i, key) in keys.iter().enumerate() {
+        let Some(key) = key else { continue };
+        if keys[..i].iter().any(|k| k.as_ref() == Some(key)) {
+            continue;
+        }
+        let n = count(key);
+        if best.is_none_or(|(_, c)| n > c) {
+            best = Some((i, n));
+        }
+    }
+    match &keys.first() {
+        Some(Some(greedy)) => match best {
+            Some((i, n)) if i != 0 && 2 * n > keys.len() => Some((i, n)),
+            _ => Some((0, count(greedy))),
+        },
+        _ => best,
+    }
+}
+
+/// Whether a vote of at most `most` reasonings, `keys` made so far (the greedy one first),
+/// is decided: no answer but the greedy one can still reach more than half of `most`, or
+/// every reasoning has been made. (Without a greedy answer, every reasoning is made.)
+pub fn vote_settled(keys: &[Option<String>], most: usize) -> bool {
+    let left = most.saturating_sub(keys.len());
+    if left == 0 {
+        return true;
+    }
+    let Some(Some(greedy)) = keys.first() else {
+        return false;
+    };
+    let strongest = keys
+        .iter()
+        .flatten()
+        .filter(|k| *k != greedy)
+        .map(|k| keys.iter().filter(|x| x.as_ref() == Some(k)).count())
+        .max()
+        .unwrap_or(0);
+    // A new answer could take every reasoning left; a given one adds them to its count.
+    2 * (strongest + left) <= most
+}
 
 /// `reason` as the step schema and the system text list it: no arguments.
 pub fn info() -> ToolInfo {
@@ -277,6 +403,69 @@ fn expression_suffix(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_are_compared_by_their_numbers_or_words() {
+        let key = |t: &str| answer_key(t);
+        assert_eq!(
+            key("So 3 * 4 = 12.\nAnswer: $1,200.50 in total"),
+            Some("1200.5".into())
+        );
+        assert_eq!(key("Answer: 18.00 dollars"), key("answer: \\$18"));
+        assert_eq!(key("Answer: 5 hours and 30 minutes"), Some("5 30".into()));
+        assert_eq!(key("Answer: The Blue Hall."), Some("the blue hall".into()));
+        assert_eq!(
+            key("the total is \\boxed{\\frac{1}{2}}"),
+            key("Answer: \\boxed{1/2}")
+        );
+        assert_eq!(key("Step 1: 4 + 4 = 8, and then"), None);
+        // The last answer line counts: a reasoning may state a draft answer and correct it.
+        assert_eq!(
+            key("Answer: 7\nWait, that is wrong.\nAnswer: 9"),
+            Some("9".into())
+        );
+    }
+
+    fn keys(s: &[Option<&str>]) -> Vec<Option<String>> {
+        s.iter().map(|x| x.map(String::from)).collect()
+    }
+
+    #[test]
+    fn the_greedy_answer_stands_unless_more_than_half_reach_another() {
+        let t = |s: &[Option<&str>]| tally(&keys(s));
+        assert_eq!(
+            t(&[Some("110"), Some("90"), Some("90"), Some("90")]),
+            Some((1, 3))
+        );
+        // Two of four is not more than half: the greedy 10 stands against 2, 2, 0.
+        assert_eq!(
+            t(&[Some("10"), Some("2"), Some("2"), Some("0")]),
+            Some((0, 1))
+        );
+        assert_eq!(
+            t(&[Some("5"), Some("7"), Some("7"), Some("5")]),
+            Some((0, 2))
+        );
+        // Without a greedy answer the most common wins, the first of a tie.
+        assert_eq!(t(&[None, Some("20"), Some("17"), Some("0")]), Some((1, 1)));
+        assert_eq!(t(&[None, Some("7"), Some("8"), Some("8")]), Some((2, 2)));
+        assert_eq!(t(&[None, None]), None);
+    }
+
+    #[test]
+    fn a_vote_stops_once_the_greedy_answer_cannot_be_outvoted() {
+        let s = |k: &[Option<&str>]| vote_settled(&keys(k), 4);
+        assert!(!s(&[Some("7")]));
+        // A sample that agrees settles it: the others could reach 2 of 4 at most.
+        assert!(s(&[Some("7"), Some("7")]));
+        assert!(!s(&[Some("7"), Some("9")]));
+        // Two samples that disagree with each other: none can reach 3 of 4.
+        assert!(s(&[Some("7"), Some("9"), Some("8")]));
+        assert!(!s(&[Some("7"), Some("9"), Some("9")]));
+        assert!(s(&[Some("7"), Some("9"), Some("9"), Some("9")]));
+        // Without a greedy answer every reasoning is made.
+        assert!(!s(&[None, Some("9"), Some("9")]));
+    }
 
     fn check(text: &str) -> Option<String> {
         checked_equation(text).map(|(_, v)| v)

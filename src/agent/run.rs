@@ -679,6 +679,64 @@ impl<P: Policy> Agent<P> {
         Ok(self.tool_step(run, st, round, step, done))
     }
 
+    /// The reasoning a `reason` step shows, and the vote behind it when there was one: (how
+    /// many reasonings reached its answer, how many there were). The greedy reasoning first;
+    /// with [`AgentOptions::reason_votes`] above 1, sampled ones until the vote is settled
+    /// ([`super::reason::vote_settled`]), the greedy answer standing unless more than half
+    /// reached another ([`super::reason::tally`]). Each reasoning is an event of the trace;
+    /// no more are started once the task's time limit has passed.
+    fn reasonings(
+        &mut self,
+        run: &mut TaskRun,
+        round: usize,
+        messages: &[crate::model::template::Message],
+    ) -> Result<(super::Reasoned, Option<(usize, usize)>), AgentError> {
+        let most = self.options.reason_votes.max(1);
+        let mut all: Vec<super::Reasoned> = Vec::new();
+        let mut keys: Vec<Option<String>> = Vec::new();
+        while all.len() < most {
+            if !all.is_empty() && Self::timed_out(run) {
+                break;
+            }
+            let vote = all.len();
+            let start = Instant::now();
+            let sample = (vote > 0).then_some(vote as u64);
+            let reasoned = self
+                .policy
+                .reason(messages, super::reason::REASON_MAX_TOKENS, sample)?
+                .unwrap_or_default();
+            let r = &mut run.result;
+            r.prompt_tokens += reasoned.prompt_tokens;
+            r.generated_tokens += reasoned.generated_tokens;
+            r.decode_ms += reasoned.decode_ms;
+            let key = super::reason::answer_key(&reasoned.text);
+            self.emit(
+                run.start,
+                EventKind::Reason {
+                    round,
+                    vote,
+                    answer: key.clone(),
+                    text: reasoned.text.trim().to_string(),
+                    checked: reasoned.checked.clone(),
+                    prompt_tokens: reasoned.prompt_tokens,
+                    tokens: reasoned.generated_tokens,
+                    ms: start.elapsed().as_secs_f64() * 1000.0,
+                },
+            );
+            all.push(reasoned);
+            keys.push(key);
+            if super::reason::vote_settled(&keys, most) {
+                break;
+            }
+        }
+        let votes = (all.len() > 1)
+            .then(|| super::reason::tally(&keys))
+            .flatten();
+        let winner = votes.map_or(0, |(i, _)| i);
+        let counted = votes.map(|(_, n)| (n, all.len()));
+        Ok((all.swap_remove(winner), counted))
+    }
+
     /// Whether the loop offers the `reason` action beside `infos`: asked for (by default, for
     /// models of [`super::REASON_MIN_PARAMETERS`] parameters or more), the policy can,
     /// no plan is written (the plan is the task's free-text reasoning then: with both, the
@@ -720,28 +778,9 @@ impl<P: Policy> Agent<P> {
             .chain(ctx.facts.iter().cloned())
             .collect();
         let messages = super::reason::messages(task, &ctx.history, &known, &st.notes, &found);
-        let start = Instant::now();
         st.guards.bench(REASON);
-        let reasoned = self
-            .policy
-            .reason(&messages, super::reason::REASON_MAX_TOKENS)?
-            .unwrap_or_default();
-        let r = &mut run.result;
-        r.prompt_tokens += reasoned.prompt_tokens;
-        r.generated_tokens += reasoned.generated_tokens;
-        r.decode_ms += reasoned.decode_ms;
+        let (reasoned, votes) = self.reasonings(run, round, &messages)?;
         let text = reasoned.text.trim().to_string();
-        self.emit(
-            run.start,
-            EventKind::Reason {
-                round,
-                text: text.clone(),
-                checked: reasoned.checked.clone(),
-                prompt_tokens: reasoned.prompt_tokens,
-                tokens: reasoned.generated_tokens,
-                ms: start.elapsed().as_secs_f64() * 1000.0,
-            },
-        );
         let ok = !text.is_empty();
         run.result.tool_calls.push(ToolCall {
             round,
@@ -755,6 +794,16 @@ impl<P: Policy> Agent<P> {
             attempts: 1,
         });
         let mut shown = if ok {
+            // The count goes first, so the observation still ends with the reasoning's
+            // `Answer:` line, as the worked examples' do: placed after it, the count was
+            // followed by a final answer with the example's own number ("The bakery sells 232
+            // rolls" where both reasonings had found 250).
+            let text = match votes {
+                Some((agree, of)) => {
+                    format!("[{agree} of {of} independent reasonings reached this answer]\n{text}")
+                }
+                None => text,
+            };
             super::prompt::observation_text(REASON, &text)
         } else {
             super::prompt::error_text(REASON, "the reasoning was empty")

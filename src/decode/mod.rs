@@ -101,6 +101,16 @@ impl Decoder {
         Decoder::lazy(self.lm.clone(), self.sampling)
     }
 
+    /// The sampling settings of the following calls.
+    pub fn sampling(&self) -> SamplingParams {
+        self.sampling
+    }
+
+    /// Sets the sampling of the following calls (the seed still moves on with each call).
+    pub fn set_sampling(&mut self, sampling: SamplingParams) {
+        self.sampling = sampling;
+    }
+
     /// Turns reuse of the KV cache's common prefix on or off for the following calls (off:
     /// every prompt is prefilled whole, to measure what reuse saves).
     pub fn set_prefix_reuse(&mut self, reuse: bool) {

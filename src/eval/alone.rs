@@ -45,7 +45,7 @@ pub fn run_alone(policy: &mut ModelPolicy, task: &str, max_tokens: usize) -> Age
 /// (Found by reading the baseline's answers: a reply ending in a display-math block scored
 /// its closing `\]` line, so right answers were counted wrong.)
 pub fn final_line(text: &str) -> &str {
-    if let Some(boxed) = last_boxed(text) {
+    if let Some(boxed) = crate::agent::reason::last_boxed(text) {
         return boxed;
     }
     let lower = text.to_ascii_lowercase();
@@ -60,27 +60,6 @@ pub fn final_line(text: &str) -> &str {
         .map(str::trim)
         .find(|l| l.chars().any(char::is_alphanumeric))
         .unwrap_or("")
-}
-
-/// The content of the last `\boxed{…}` in `text`, braces balanced; `None` when there is none,
-/// it is empty, or it is not closed (a reply cut by the token limit).
-fn last_boxed(text: &str) -> Option<&str> {
-    let at = text.rfind("\\boxed{")? + "\\boxed{".len();
-    let mut depth = 1usize;
-    for (i, c) in text[at..].char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    let inner = text[at..at + i].trim();
-                    return (!inner.is_empty()).then_some(inner);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -971,3 +971,108 @@ fn an_earlier_turn_that_no_longer_fits_is_summarised_once_and_shown_in_short() {
     assert!(!p.contains("Zephyr Cap"), "left out without summaries: {p}");
     assert!(a.policy().aside_prompts.is_empty());
 }
+
+/// Self-consistency in the `reason` action: sampled reasonings beside the greedy one, no more
+/// once the greedy answer can no longer be outvoted; the greedy reasoning is shown unless
+/// more than half reached another answer, with the count. With one vote only the greedy
+/// reasoning runs.
+#[test]
+fn reasonings_that_disagree_are_put_to_a_vote_and_the_majority_answer_is_shown() {
+    let task = "A crate holds 3 boxes of 4 jars. How many jars are in the crate?";
+    let run = |reasonings: &[&str], votes: usize, last: &str| {
+        let policy = ScriptedPolicy::new(vec![step("reason", json!({})), answer(last)], 4096)
+            .with_reasonings(reasonings.iter().map(|s| s.to_string()).collect());
+        let mut a = Agent::new(
+            policy,
+            registry(vec![]),
+            None,
+            AgentOptions {
+                reason: Some(true),
+                reason_votes: votes,
+                ..AgentOptions::default()
+            },
+        )
+        .unwrap();
+        let events = Events::default();
+        a.add_sink(Box::new(events.clone()));
+        let r = a.run_task(task, None);
+        assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+        let votes: Vec<(usize, Option<String>)> = events
+            .kinds()
+            .into_iter()
+            .filter_map(|k| match k {
+                EventKind::Reason { vote, answer, .. } => Some((vote, answer)),
+                _ => None,
+            })
+            .collect();
+        (a, votes)
+    };
+
+    // Two that agree (12 and 12.0): the greedy one stands, no more are sampled.
+    let (a, votes) = run(
+        &[
+            "Greedy: 3 * 4 = 12.\nAnswer: 12",
+            "Sampled: 12 jars.\nAnswer: 12.0",
+        ],
+        4,
+        "12 jars.",
+    );
+    assert_eq!(a.policy().reason_samples, vec![None, Some(1)]);
+    assert_eq!(votes, vec![(0, Some("12".into())), (1, Some("12".into()))]);
+    let p = last_prompt_text(a.policy());
+    assert!(p.contains("Greedy: 3 * 4 = 12."), "{p}");
+    assert!(
+        p.contains("[2 of 2 independent reasonings reached this answer]"),
+        "{p}"
+    );
+
+    // The greedy one is outvoted: three of four reasonings reach 12.
+    let (a, votes) = run(
+        &[
+            "Greedy: 3 + 4 = 7.\nAnswer: 7",
+            "Sampled: 3 * 4 = 12.\nAnswer: 12",
+            "Again: 12 jars.\nAnswer: 12 jars",
+            "Once more: Answer: 12",
+        ],
+        4,
+        "12 jars.",
+    );
+    assert_eq!(
+        a.policy().reason_samples,
+        vec![None, Some(1), Some(2), Some(3)]
+    );
+    assert_eq!(votes.len(), 4);
+    let p = last_prompt_text(a.policy());
+    assert!(p.contains("Sampled: 3 * 4 = 12."), "{p}");
+    assert!(!p.contains("Greedy: 3 + 4 = 7."), "{p}");
+    assert!(
+        p.contains("[3 of 4 independent reasonings reached this answer]"),
+        "{p}"
+    );
+
+    // Two samples that disagree with each other cannot outvote it: the vote stops at three
+    // and the greedy reasoning stands.
+    let (a, _) = run(
+        &[
+            "Greedy: 3 * 4 = 12.\nAnswer: 12",
+            "Sampled: Answer: 7",
+            "Other: Answer: 9",
+            "never asked for",
+        ],
+        4,
+        "12 jars.",
+    );
+    assert_eq!(a.policy().reason_samples, vec![None, Some(1), Some(2)]);
+    let p = last_prompt_text(a.policy());
+    assert!(p.contains("Greedy: 3 * 4 = 12."), "{p}");
+    assert!(
+        p.contains("[1 of 3 independent reasonings reached this answer]"),
+        "{p}"
+    );
+
+    // One vote: the greedy reasoning alone, shown as it is.
+    let (a, votes) = run(&["Greedy: 3 * 4 = 12.\nAnswer: 12"], 1, "12 jars.");
+    assert_eq!(a.policy().reason_samples, vec![None]);
+    assert_eq!(votes.len(), 1);
+    assert!(!last_prompt_text(a.policy()).contains("independent reasonings"));
+}

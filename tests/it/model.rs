@@ -301,7 +301,7 @@ fn reasoning_gets_the_calculators_value_after_each_equals_sign() {
         &[],
     );
     let r = policy
-        .reason(&messages, 400)
+        .reason(&messages, 400, None)
         .unwrap()
         .expect("the model policy reasons");
     assert!(r.complete, "{r:?}");

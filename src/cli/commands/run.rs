@@ -90,6 +90,13 @@ pub struct AgentArgs {
     /// Never offer the `reason` action (see --reason).
     #[arg(long)]
     pub no_reason: bool,
+    /// The most reasonings one `reason` step takes (self-consistency): with more than 1,
+    /// reasonings are sampled beside the greedy one until its answer can no longer be
+    /// outvoted, at most N in all; it stands unless more than half reach another answer.
+    /// Default 1: the greedy reasoning alone (votes cost 40-50% more time per word problem
+    /// and did not answer more of the suite's; BENCHMARKS.md).
+    #[arg(long, default_value_t = crate::agent::DEFAULT_REASON_VOTES, value_name = "N")]
+    pub reason_votes: usize,
     /// Write one JSON event per line to FILE (appended): prompts, steps with token counts and
     /// timings, tool calls and results, retries, circuits, trims, the stop.
     #[arg(long, value_name = "FILE")]
@@ -148,6 +155,7 @@ impl AgentArgs {
             examples: !self.no_examples,
             plan_tokens: self.plan_tokens,
             reason: super::on_off(self.reason, self.no_reason),
+            reason_votes: self.reason_votes,
             history_tokens: self.history_tokens,
             summaries: self.summaries,
             ..AgentOptions::default()

@@ -57,6 +57,27 @@ pub(super) fn cases() -> Vec<Case> {
             |_| run(["run", "--stop-when", "(", "hi"]),
         ),
         case(
+            "reason votes out of range",
+            2,
+            &["--reason-votes is 9", "1 (the greedy reasoning alone) to 8"],
+            |_| run(["run", "--reason-votes", "9", "hi"]),
+        ),
+        case(
+            "unknown device",
+            2,
+            &[
+                "--device: unknown device `tpu`",
+                "expected cpu, cuda, cuda:N or metal",
+            ],
+            |_| run(["--device", "tpu", "tools", "list"]),
+        ),
+        case(
+            "device number not a number",
+            2,
+            &["CAIRN_DEVICE: device `cuda:first`", "from 0 to 255"],
+            |_| run(["tools", "list"]).env("CAIRN_DEVICE", "cuda:first"),
+        ),
+        case(
             "unknown model name",
             2,
             &["is not a model file, a preset"],
