@@ -795,9 +795,10 @@ impl<P: Policy> Agent<P> {
         });
         let mut shown = if ok {
             // The count goes first, so the observation still ends with the reasoning's
-            // `Answer:` line, as the worked examples' do: placed after it, the count was
-            // followed by a final answer with the example's own number ("The bakery sells 232
-            // rolls" where both reasonings had found 250).
+            // `Answer:` line, as the worked examples' do. With the count after it, in both
+            // runs of the word problems with votes, the step after it answered with the
+            // example's own number ("The bakery sells 232 rolls" where both reasonings had
+            // found 250; right without votes).
             let text = match votes {
                 Some((agree, of)) => {
                     format!("[{agree} of {of} independent reasonings reached this answer]\n{text}")
