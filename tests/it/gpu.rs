@@ -125,15 +125,15 @@ fn gpu_presets_greedy_match_the_cpu_engine_for_20_tokens() {
 }
 
 /// `cairn bench` on the GPU says where it ran, how long the logits copy takes and how much
-/// of the GPU's memory is in use.
+/// of the GPU's memory is in use. On a tiny model written here, so that it needs no preset.
 #[test]
 #[ignore = "needs an NVIDIA GPU: cargo test --release --features cuda -- --ignored gpu"]
 fn gpu_bench_reports_the_device_and_the_logits_copy() {
-    let path = preset_path("qwen2.5-coder-0.5b");
+    let (_dir, path) = tiny_model(&TinySpec::qwen2());
     let lm = LoadedModel::load(&path, None, &cuda()).expect("load on cuda");
     let opts = BenchOptions {
-        prompt_tokens: 64,
-        gen_tokens: 16,
+        prompt_tokens: 16,
+        gen_tokens: 8,
         repetitions: 1,
         ..BenchOptions::default()
     };
