@@ -432,22 +432,24 @@ pub(super) unsafe fn dot_one(
 }
 
 /// Two blocks' 16 bytes of packed nibbles at `a` and `b` (`b` read only when `two`, else
-/// zero) to 64 bytes in value order: the first block's 32 values, then the second's.
+/// zero) to 64 bytes in value order: the first block's 32 values, then the second's. Each
+/// block's bytes are broadcast to two 128-bit lanes straight from memory and the second lane
+/// of each shifted right by 4, so the only shuffle is a blend: the first version (a 256-bit
+/// insert, a shift, a 512-bit insert and a lane shuffle) ran Q5_0's one-token dot at 14.3
+/// GiB/s on one core of the AVX-512 Xeon with AMX (`cargo bench --bench kernels -- dot/`).
 #[inline(always)]
 unsafe fn two_nibbles(a: *const u8, b: *const u8, two: bool) -> __m512i {
-    let q0 = _mm_loadu_si128(a as *const __m128i);
-    let q1 = if two {
-        _mm_loadu_si128(b as *const __m128i)
+    let first = _mm512_broadcast_i32x4(_mm_loadu_si128(a as *const __m128i));
+    let both = if two {
+        let second = _mm512_broadcast_i32x4(_mm_loadu_si128(b as *const __m128i));
+        _mm512_mask_blend_epi64(0xF0, first, second)
     } else {
-        _mm_setzero_si128()
+        _mm512_maskz_mov_epi64(0x0F, first)
     };
-    let raw = _mm256_set_m128i(q1, q0);
-    let both = _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
-    // [q0 low, q1 low, q0 high, q1 high] to [q0 low, q0 high, q1 low, q1 high].
-    _mm512_and_si512(
-        _mm512_shuffle_i64x2(both, both, 0b11_01_10_00),
-        _mm512_set1_epi8(0x0F),
-    )
+    // Lanes 1 and 3 take the high nibbles: their 16-bit words shifted right by 4.
+    const HIGH: i64 = 0x0004_0004_0004_0004;
+    let shifts = _mm512_set_epi64(HIGH, HIGH, 0, 0, HIGH, HIGH, 0, 0);
+    _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(0x0F))
 }
 
 /// Two floats at `p` (or one and a zero when not `two`) in the low lanes.
