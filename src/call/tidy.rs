@@ -1,7 +1,7 @@
 //! Arguments made to say what the question says, after decoding: a small model adds optional
 //! arguments nobody asked for (`"location": "Work"`, `"device": "phone"`) and rewrites the
-//! strings it was given (`"Dentist Appointment"` for "Dentist appointment"). Three rules, each
-//! reported:
+//! strings it was given (`"Dentist Appointment"` for "Dentist appointment"), and leaves out
+//! choices the question makes ("vegan recipes" with no `diet`). Four rules, each reported:
 //!
 //! 1. An optional argument equal to the definition's `default` is left out: the function
 //!    applies it anyway, and the call says only what was asked.
@@ -10,6 +10,9 @@
 //!    implies, not text it contains.)
 //! 3. A string argument equal to a string the question quotes, up to case, spacing and
 //!    punctuation at its ends, becomes exactly the quoted text.
+//! 4. An optional enum parameter the call leaves out, exactly one of whose values (other than
+//!    its default, of three letters or more) the question names as whole words, and which no
+//!    other argument already holds, is given that value.
 //!
 //! Required arguments are never removed, so a call stays valid against its definition.
 
@@ -140,8 +143,43 @@ pub fn tidy(call: &mut Call, function: &Function, question: &str) -> Vec<String>
             }
         }
     }
+    if let Some(props) = props {
+        for (k, schema) in props {
+            if required.contains(&k.as_str()) || keep.contains_key(k) {
+                continue;
+            }
+            if let Some(v) = named_choice(schema, &words, &keep) {
+                notes.push(format!("`{k}`: {v}, which the question names"));
+                keep.insert(k.clone(), v);
+            }
+        }
+    }
     *args = keep;
     notes
+}
+
+/// Rule 4: the one value of `schema`'s string `enum` (not its default, three letters or more)
+/// that the question's `words` name and no argument in `given` holds; `None` when there is
+/// no such value or more than one.
+fn named_choice(schema: &Value, words: &str, given: &Map<String, Value>) -> Option<Value> {
+    let default = schema.get("default");
+    let named: Vec<&Value> = schema
+        .get("enum")?
+        .as_array()?
+        .iter()
+        .filter(|v| {
+            let Some(s) = v.as_str() else { return false };
+            let w = loose(s);
+            w.len() >= 3
+                && Some(*v) != default
+                && format!(" {words} ").contains(&format!(" {w} "))
+                && !given.values().any(|g| values_match(g, v))
+        })
+        .collect();
+    match named[..] {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +209,30 @@ mod tests {
         };
         let notes = tidy(&mut c, &event(), question);
         (c.arguments, notes)
+    }
+
+    #[test]
+    fn a_choice_the_question_names_is_filled_in_when_left_out() {
+        // "personal" is the one value of `kind` the question names.
+        let (a, notes) = tidied(json!({"title": "Dentist"}), "Add Dentist, a personal event");
+        assert_eq!(a, json!({"title": "Dentist", "kind": "personal"}));
+        assert_eq!(
+            notes,
+            vec!["`kind`: \"personal\", which the question names"]
+        );
+        // Not when it names both values, none, or only as part of a word.
+        for q in [
+            "Add Dentist, work or personal",
+            "Add Dentist",
+            "Add Dentist after homework",
+        ] {
+            let (a, notes) = tidied(json!({"title": "Dentist"}), q);
+            assert_eq!(a, json!({"title": "Dentist"}), "{q}");
+            assert!(notes.is_empty(), "{q}: {notes:?}");
+        }
+        // Not when an argument already holds the value (the title "Work" is not a kind).
+        let (a, _) = tidied(json!({"title": "Work"}), "Add Work");
+        assert_eq!(a, json!({"title": "Work"}));
     }
 
     #[test]
