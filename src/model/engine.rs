@@ -225,8 +225,8 @@ impl EngineState {
     /// `None` where the logits are computed in host memory (the CPU engine, candle on the CPU).
     pub fn logits_copy_time(&self) -> Option<std::time::Duration> {
         match self {
-            EngineState::Candle(s) if !s.logits_copy_time().is_zero() => Some(s.logits_copy_time()),
-            _ => None,
+            EngineState::Candle(s) => s.logits_copy_time(),
+            EngineState::Cpu(_) => None,
         }
     }
 

@@ -159,7 +159,7 @@ impl Forward for CandleEngine {
             self.device.synchronize()?;
             let start = std::time::Instant::now();
             state.logits = logits.to_vec1::<f32>()?;
-            state.logits_copy = start.elapsed();
+            state.logits_copy = Some(start.elapsed());
         }
         Ok(())
     }

@@ -16,8 +16,8 @@ pub struct CandleState {
     values: Vec<Tensor>,
     pub(super) logits: Vec<f32>,
     /// How long the last copy of the logits to host memory took, after the device had
-    /// finished the forward pass (zero on the CPU, where there is no copy to time).
-    pub(super) logits_copy: std::time::Duration,
+    /// finished the forward pass (`None` on the CPU, where there is no copy to time).
+    pub(super) logits_copy: Option<std::time::Duration>,
     device: Device,
 }
 
@@ -38,7 +38,7 @@ impl CandleState {
             keys: Vec::new(),
             values: Vec::new(),
             logits: Vec::new(),
-            logits_copy: std::time::Duration::ZERO,
+            logits_copy: None,
             device: device.clone(),
         }
     }
@@ -88,9 +88,9 @@ impl CandleState {
 }
 
 impl CandleState {
-    /// How long the last forward pass's copy of the logits to host memory took (zero on the
-    /// CPU).
-    pub fn logits_copy_time(&self) -> std::time::Duration {
+    /// How long the last forward pass's copy of the logits to host memory took (`None` on
+    /// the CPU).
+    pub fn logits_copy_time(&self) -> Option<std::time::Duration> {
         self.logits_copy
     }
 }
