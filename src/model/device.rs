@@ -132,7 +132,7 @@ impl std::str::FromStr for DeviceSpec {
         };
         match kind.to_ascii_lowercase().as_str() {
             "cpu" if ordinal == 0 => Ok(DeviceSpec::Cpu),
-            "cuda" | "gpu" => Ok(DeviceSpec::Cuda(ordinal)),
+            "cuda" => Ok(DeviceSpec::Cuda(ordinal)),
             "metal" => Ok(DeviceSpec::Metal(ordinal)),
             _ => Err(format!(
                 "unknown device `{s}`: expected cpu, cuda, cuda:N or metal"
