@@ -384,7 +384,11 @@ impl QMatrix {
         amx::release();
     }
 
-    /// Rows `r0..r1` of a K-quant matrix for every token, four tokens at a time.
+    /// Rows `r0..r1` of a K-quant matrix for every token: eight tokens at a time with
+    /// AVX-512, whose 32 registers hold eight tokens' sums (each row's unpacked nibbles and
+    /// scales then serve twice as many tokens: the 1.5B preset's pp512 went from 73–75 to
+    /// 77–78 tok/s on a 2-core AMD EPYC with AVX-512), four otherwise. Each token's sum is
+    /// computed in the same order whatever the tile, so the results do not change with it.
     ///
     /// # Safety
     /// As for [`QMatrix::rows_into`]; the activations carry the K layout.
@@ -402,9 +406,10 @@ impl QMatrix {
         stride: usize,
     ) {
         let blocks = self.cols / QK_K;
+        let widest = if isa >= Isa::Avx512Vnni { 8 } else { 4 };
         let mut t0 = 0;
         while t0 < acts.n {
-            let tb = (acts.n - t0).min(4);
+            let tb = (acts.n - t0).min(widest);
             macro_rules! tokens {
                 ($t:literal) => {{
                     let x = acts.kptrs::<$t>(t0);
@@ -418,6 +423,12 @@ impl QMatrix {
                 }};
             }
             match tb {
+                8 => tokens!(8),
+                5..=7 => {
+                    tokens!(4);
+                    t0 += 4;
+                    continue;
+                }
                 4 => tokens!(4),
                 3 => tokens!(3),
                 2 => tokens!(2),
@@ -835,8 +846,9 @@ mod tests {
             .collect()
     }
 
-    /// Every instruction set, every stored format, one to nine tokens (so every tail of the
-    /// token tiling runs, and the prefill path from four tokens), against the dequantized
+    /// Every instruction set, every stored format, one to thirteen tokens (so every tail of
+    /// the token tiling runs, after tiles of four and of eight, and the prefill path from four
+    /// tokens), against the dequantized
     /// weights in f64: the only difference left is the 8-bit
     /// activations, a relative error well under 1%.
     #[test]
@@ -857,7 +869,7 @@ mod tests {
             let candle = QMatMul::from_qtensor(q).unwrap();
             for (isa, n) in Isa::all_supported()
                 .into_iter()
-                .flat_map(|i| (1..=9).map(move |n| (i, n)))
+                .flat_map(|i| (1..=13).map(move |n| (i, n)))
             {
                 let x = values(n * cols, 7 + n as u32);
                 let mut acts = Acts::default();
