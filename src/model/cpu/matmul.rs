@@ -468,7 +468,7 @@ impl QMatrix {
 super::multiversion! {
     /// One row of [`Acts::quantize_for`]: the block layout when `qs` is not empty, its pair
     /// layout when `qp` is not empty, and the K layout when `kqs` is not empty (with the
-    /// sums per 32 values as floats in `kb32` when that is not empty, for AMX).
+    /// sums per 32 values also as floats in `kb32` when that is not empty, for AMX).
     fn quantize_token(
         x: &[f32],
         qs: &mut [i8],
@@ -480,6 +480,7 @@ super::multiversion! {
         kqs: &mut [i8],
         kd: &mut [f32],
         kbs: &mut [i16],
+        kbs32: &mut [i16],
         kb32: &mut [f32],
     ) {
         if !qs.is_empty() {
@@ -489,9 +490,9 @@ super::multiversion! {
             }
         }
         if !kqs.is_empty() {
-            kernels::quantize_row_k(x, kqs, kd, kbs);
-            for (o, pair) in kb32.iter_mut().zip(kbs.chunks_exact(2)) {
-                *o = (pair[0] as i32 + pair[1] as i32) as f32;
+            kernels::quantize_row_k(x, kqs, kd, kbs, kbs32);
+            for (o, &s) in kb32.iter_mut().zip(kbs32.iter()) {
+                *o = s as f32;
             }
         }
     }
@@ -508,6 +509,7 @@ struct RowOut {
     kqs: *mut i8,
     kd: *mut f32,
     kbs: *mut i16,
+    kbs32: *mut i16,
     kb32: *mut f32,
 }
 // SAFETY: rows are disjoint; see `Acts::quantize`.
@@ -583,6 +585,8 @@ pub struct Acts {
     kqs: Vec<i8>,
     kd: Vec<f32>,
     kbs: Vec<i16>,
+    /// The K layout's sums per 32 values.
+    kbs32: Vec<i16>,
     /// The K layout's sums per 32 values as floats (AMX only).
     kb32: Vec<f32>,
     made: Needs,
@@ -643,6 +647,7 @@ impl Acts {
         self.kqs.resize(kl * held * cols, 0);
         self.kd.resize(kl * held * nk, 0.0);
         self.kbs.resize(kl * held * nk * 16, 0);
+        self.kbs32.resize(kl * held * nk * 8, 0);
         self.kb32.resize(k32 * held * nk * 8, 0.0);
         let out = RowOut {
             qs: self.qs.as_mut_ptr(),
@@ -654,6 +659,7 @@ impl Acts {
             kqs: self.kqs.as_mut_ptr(),
             kd: self.kd.as_mut_ptr(),
             kbs: self.kbs.as_mut_ptr(),
+            kbs32: self.kbs32.as_mut_ptr(),
             kb32: self.kb32.as_mut_ptr(),
         };
         let out = &out; // captured whole (it is Sync), not field by field
@@ -677,6 +683,7 @@ impl Acts {
                     std::slice::from_raw_parts_mut(out.kqs.add(t * kc), kc),
                     std::slice::from_raw_parts_mut(out.kd.add(t * knk), knk),
                     std::slice::from_raw_parts_mut(out.kbs.add(t * knk * 16), knk * 16),
+                    std::slice::from_raw_parts_mut(out.kbs32.add(t * knk * 8), knk * 8),
                     std::slice::from_raw_parts_mut(out.kb32.add(t * k8), k8),
                 )
             }
@@ -708,6 +715,7 @@ impl Acts {
                 qs: &self.kqs[t * c..(t + 1) * c],
                 d: &self.kd[t * nk..(t + 1) * nk],
                 bsums: &self.kbs[t * nk * 16..(t + 1) * nk * 16],
+                bsums32: &self.kbs32[t * nk * 8..(t + 1) * nk * 8],
             }
         }))
     }

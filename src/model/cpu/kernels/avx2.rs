@@ -242,15 +242,21 @@ unsafe fn pick16(i: i32) -> __m256i {
     _mm256_set1_epi16((((i + 1) << 8) | i) as i16)
 }
 
-/// Q4_K's minimum term of one super-block and token, added to `acc`: the activations' sums of
-/// 32 values (pairs of its sixteen 16-value sums at `bsums`) against the eight 6-bit
+/// Q4_K's minimum term of one super-block and token, added to `acc`: the activations' eight
+/// sums of 32 values at `bsums32` against the eight 6-bit
 /// minimums, times `scale` (dmin · the activations' scale). Shared by the AVX2 and AVX-512
 /// kernels, so that both sum in the same order.
 #[inline(always)]
-pub(super) unsafe fn q4k_mins(mins: __m128i, bsums: *const i16, scale: f32, acc: __m128) -> __m128 {
-    let b0 = _mm_loadu_si128(bsums as *const __m128i);
-    let b1 = _mm_loadu_si128(bsums.add(8) as *const __m128i);
-    let prod = _mm_madd_epi16(mins, _mm_hadd_epi16(b0, b1));
+pub(super) unsafe fn q4k_mins(
+    mins: __m128i,
+    bsums32: *const i16,
+    scale: f32,
+    acc: __m128,
+) -> __m128 {
+    // Summed once per token at quantization (pairs of the 16-value sums, added here per row
+    // and token before: 1.5B prefill +5% on a Zen 4).
+    let sums = _mm_loadu_si128(bsums32 as *const __m128i);
+    let prod = _mm_madd_epi16(mins, sums);
     _mm_fmadd_ps(_mm_set1_ps(scale), _mm_cvtepi32_ps(prod), acc)
 }
 
@@ -306,7 +312,7 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
         for t in 0..T {
             let dx = *x.d[t].add(b);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            accm[t] = q4k_mins(mins, x.bsums[t].add(b * 16), dmin * dx, accm[t]);
+            accm[t] = q4k_mins(mins, x.bsums32[t].add(b * 8), dmin * dx, accm[t]);
         }
     }
     let mut out = [0f32; T];

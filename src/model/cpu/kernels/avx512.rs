@@ -312,7 +312,7 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
             let dx = *x.d[t].add(b);
             let sum8 = fold(sumi[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sum8), acc[t]);
-            accm[t] = q4k_mins(mins, x.bsums[t].add(b * 16), dmin * dx, accm[t]);
+            accm[t] = q4k_mins(mins, x.bsums32[t].add(b * 8), dmin * dx, accm[t]);
         }
     }
     let mut out = [0f32; T];

@@ -471,14 +471,25 @@ pub struct Q8KRow<'a> {
     pub d: &'a [f32],
     /// The sum of each 16 quantized values.
     pub bsums: &'a [i16],
+    /// The sum of each 32 quantized values (pairs of `bsums`, which fit in 16 bits): Q4_K's
+    /// minimums meet them once per row, super-block and token, so they are added once per
+    /// token here rather than there.
+    pub bsums32: &'a [i16],
 }
 
-/// Quantizes `x` (a multiple of 256 values) into `qs`, `d` and `bsums` (see [`Q8KRow`]),
+/// Quantizes `x` (a multiple of 256 values) into `qs`, `d`, `bsums` and `bsums32` (see
+/// [`Q8KRow`]),
 /// exactly as ggml's `quantize_row_q8_K` does, so that K-quant results are llama.cpp's up to
 /// the order of additions: the value of largest magnitude maps to −127 (so `d` takes the
 /// opposite sign), `d = 1 / (−127 / max)`, and values round half to even.
 #[inline(always)]
-pub fn quantize_row_k(x: &[f32], qs: &mut [i8], d: &mut [f32], bsums: &mut [i16]) {
+pub fn quantize_row_k(
+    x: &[f32],
+    qs: &mut [i8],
+    d: &mut [f32],
+    bsums: &mut [i16],
+    bsums32: &mut [i16],
+) {
     debug_assert_eq!(x.len() % QK_K, 0);
     for (b, xb) in x.chunks_exact(QK_K).enumerate() {
         let (mut max, mut amax) = (0f32, 0f32);
@@ -492,6 +503,7 @@ pub fn quantize_row_k(x: &[f32], qs: &mut [i8], d: &mut [f32], bsums: &mut [i16]
         if amax == 0.0 {
             q.fill(0);
             bsums[b * 16..(b + 1) * 16].fill(0);
+            bsums32[b * 8..(b + 1) * 8].fill(0);
             d[b] = 0.0;
             continue;
         }
@@ -501,6 +513,9 @@ pub fn quantize_row_k(x: &[f32], qs: &mut [i8], d: &mut [f32], bsums: &mut [i16]
         }
         for (g, s) in bsums[b * 16..(b + 1) * 16].iter_mut().enumerate() {
             *s = q[16 * g..16 * g + 16].iter().map(|&v| v as i16).sum();
+        }
+        for (g, s) in bsums32[b * 8..(b + 1) * 8].iter_mut().enumerate() {
+            *s = bsums[b * 16 + 2 * g] + bsums[b * 16 + 2 * g + 1];
         }
         d[b] = 1.0 / iscale;
     }
@@ -512,6 +527,7 @@ pub struct KPtrs<const T: usize> {
     qs: [*const i8; T],
     d: [*const f32; T],
     bsums: [*const i16; T],
+    bsums32: [*const i16; T],
 }
 
 impl<const T: usize> KPtrs<T> {
@@ -521,6 +537,7 @@ impl<const T: usize> KPtrs<T> {
             qs: std::array::from_fn(|t| x[t].qs.as_ptr()),
             d: std::array::from_fn(|t| x[t].d.as_ptr()),
             bsums: std::array::from_fn(|t| x[t].bsums.as_ptr()),
+            bsums32: std::array::from_fn(|t| x[t].bsums32.as_ptr()),
         }
     }
 }
@@ -539,7 +556,12 @@ pub fn dot_k<const T: usize>(isa: Isa, format: KFormat, row: &[u8], x: &[Q8KRow;
         "partial super-block"
     );
     for r in x {
-        assert!(r.qs.len() >= blocks * QK_K && r.d.len() >= blocks && r.bsums.len() >= blocks * 16);
+        assert!(
+            r.qs.len() >= blocks * QK_K
+                && r.d.len() >= blocks
+                && r.bsums.len() >= blocks * 16
+                && r.bsums32.len() >= blocks * 8
+        );
     }
     // SAFETY: the lengths were checked above.
     unsafe { dot_k_raw(isa, format, row.as_ptr(), blocks, &KPtrs::new(x)) }

@@ -168,6 +168,7 @@ pub(super) unsafe fn dot_k_scalar_raw<const T: usize>(
         qs: std::slice::from_raw_parts(x.qs[t], blocks * QK_K),
         d: std::slice::from_raw_parts(x.d[t], blocks),
         bsums: std::slice::from_raw_parts(x.bsums[t], blocks * 16),
+        bsums32: std::slice::from_raw_parts(x.bsums32[t], blocks * 8),
     });
     dot_k_scalar(format, row, &rows)
 }

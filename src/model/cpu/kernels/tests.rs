@@ -250,6 +250,7 @@ struct KActs {
     qs: Vec<i8>,
     d: Vec<f32>,
     bsums: Vec<i16>,
+    bsums32: Vec<i16>,
 }
 
 fn random_k_acts(blocks: usize, rng: &mut Rng) -> KActs {
@@ -258,8 +259,9 @@ fn random_k_acts(blocks: usize, rng: &mut Rng) -> KActs {
         qs: vec![0; blocks * QK_K],
         d: vec![0.0; blocks],
         bsums: vec![0; blocks * 16],
+        bsums32: vec![0; blocks * 8],
     };
-    quantize_row_k(&x, &mut a.qs, &mut a.d, &mut a.bsums);
+    quantize_row_k(&x, &mut a.qs, &mut a.d, &mut a.bsums, &mut a.bsums32);
     a
 }
 
@@ -268,6 +270,7 @@ fn k_row(a: &KActs) -> Q8KRow<'_> {
         qs: &a.qs,
         d: &a.d,
         bsums: &a.bsums,
+        bsums32: &a.bsums32,
     }
 }
 
@@ -367,10 +370,12 @@ fn k_quant_integer_sums_are_exact_in_every_kernel() {
             .chunks_exact(16)
             .map(|c| c.iter().map(|&q| q as i16).sum())
             .collect();
+        let bsums32: Vec<i16> = bsums.chunks_exact(2).map(|p| p[0] + p[1]).collect();
         let x = [Q8KRow {
             qs: &qs,
             d: &d,
             bsums: &bsums,
+            bsums32: &bsums32,
         }];
         let want = dot_k_scalar(format, &w, &x)[0];
         assert!(
@@ -384,11 +389,15 @@ fn k_quant_integer_sums_are_exact_in_every_kernel() {
 }
 
 #[test]
-fn k_activations_keep_their_sums_per_16_values() {
+fn k_activations_keep_their_sums_per_16_and_per_32_values() {
     let mut rng = Rng(13);
     let a = random_k_acts(2, &mut rng);
     for (g, &s) in a.bsums.iter().enumerate() {
         let want: i32 = a.qs[16 * g..16 * g + 16].iter().map(|&q| q as i32).sum();
+        assert_eq!(s as i32, want);
+    }
+    for (g, &s) in a.bsums32.iter().enumerate() {
+        let want: i32 = a.qs[32 * g..32 * g + 32].iter().map(|&q| q as i32).sum();
         assert_eq!(s as i32, want);
     }
     // The value of largest magnitude in each super-block maps to −127.
