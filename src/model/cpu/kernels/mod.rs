@@ -478,9 +478,8 @@ pub struct Q8KRow<'a> {
 }
 
 /// Quantizes `x` (a multiple of 256 values) into `qs`, `d`, `bsums` and `bsums32` (see
-/// [`Q8KRow`]),
-/// exactly as ggml's `quantize_row_q8_K` does, so that K-quant results are llama.cpp's up to
-/// the order of additions: the value of largest magnitude maps to −127 (so `d` takes the
+/// [`Q8KRow`]), exactly as ggml's `quantize_row_q8_K` does, so that K-quant results are
+/// llama.cpp's up to the order of additions: the value of largest magnitude maps to −127 (so `d` takes the
 /// opposite sign), `d = 1 / (−127 / max)`, and values round half to even.
 #[inline(always)]
 pub fn quantize_row_k(
