@@ -406,10 +406,14 @@ impl QMatrix {
         stride: usize,
     ) {
         let blocks = self.cols / QK_K;
-        let widest = if isa >= Isa::Avx512Vnni { 8 } else { 4 };
+        let wide = isa >= Isa::Avx512Vnni;
         let mut t0 = 0;
         while t0 < acts.n {
-            let tb = (acts.n - t0).min(widest);
+            // Tiles of eight where there are eight left (AVX-512), else of up to four.
+            let tb = match acts.n - t0 {
+                8.. if wide => 8,
+                left => left.min(4),
+            };
             macro_rules! tokens {
                 ($t:literal) => {{
                     let x = acts.kptrs::<$t>(t0);
@@ -424,11 +428,6 @@ impl QMatrix {
             }
             match tb {
                 8 => tokens!(8),
-                5..=7 => {
-                    tokens!(4);
-                    t0 += 4;
-                    continue;
-                }
                 4 => tokens!(4),
                 3 => tokens!(3),
                 2 => tokens!(2),
