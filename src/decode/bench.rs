@@ -32,6 +32,10 @@ pub struct BenchOptions {
     pub prompt_tokens: usize,
     /// Tokens generated for the decode measurement.
     pub gen_tokens: usize,
+    /// Tokens already in the KV cache when each prefill and decode measurement starts (like
+    /// llama-bench -d): an agent's later rounds prefill and decode after thousands of tokens,
+    /// where attention costs what it does not at an empty cache.
+    pub depth: usize,
     /// Timed repetitions of each measurement.
     pub repetitions: usize,
     /// Also measure constrained decoding under this schema: the agent's step schema for its
@@ -47,6 +51,7 @@ impl Default for BenchOptions {
         BenchOptions {
             prompt_tokens: 512,
             gen_tokens: 128,
+            depth: 0,
             repetitions: 3,
             step_schema: None,
             llama_bench: None,
@@ -99,6 +104,8 @@ pub struct BenchReport {
     pub prompt_tokens: usize,
     /// Tokens generated per decode run.
     pub gen_tokens: usize,
+    /// Tokens in the KV cache before each prefill and decode run (`-d`).
+    pub depth: usize,
     /// Timed repetitions.
     pub repetitions: usize,
     /// Prefill throughput, tokens/s.
@@ -202,7 +209,8 @@ impl From<crate::model::template::TemplateError> for BenchError {
     }
 }
 
-/// One llama-bench run of a single test: `-p prompt -n 0` or `-p 0 -n gen`, one repetition,
+/// One llama-bench run of a single test: `-p prompt -n 0` or `-p 0 -n gen`, after `-d depth`
+/// tokens already in the cache (no `-d` when `depth` is 0), one repetition,
 /// with every layer on the GPU when `gpu` (`-ngl 99`, for a CUDA build of llama-bench) and
 /// none otherwise (`-ngl 0`, so a GPU build measures its CPU path as cairn's CPU run does).
 /// Returns its tokens/s and the build it reports.
@@ -210,18 +218,23 @@ pub fn llama_bench_once(
     exe: &Path,
     model: &Path,
     threads: usize,
-    (prompt, gen): (usize, usize),
+    (prompt, gen, depth): (usize, usize, usize),
     gpu: bool,
 ) -> Result<(f64, String), BenchError> {
     let fail = |reason: String| BenchError::LlamaBench {
         path: exe.to_path_buf(),
         reason,
     };
-    let out = Command::new(exe)
-        .arg("-m")
+    let mut cmd = Command::new(exe);
+    cmd.arg("-m")
         .arg(model)
         .args(["-t", &threads.to_string()])
-        .args(["-p", &prompt.to_string(), "-n", &gen.to_string()])
+        .args(["-p", &prompt.to_string(), "-n", &gen.to_string()]);
+    if depth > 0 {
+        // Only when asked: llama-bench builds older than the flag refuse it.
+        cmd.args(["-d", &depth.to_string()]);
+    }
+    let out = cmd
         .args(["-ngl", if gpu { "99" } else { "0" }])
         .args(["-r", "1", "-o", "json"])
         .output()
@@ -403,6 +416,24 @@ fn percentile(samples: &[f64], q: f64) -> f64 {
     }
 }
 
+/// Makes `session` hold exactly `depth` (cut back to it when it already starts with it).
+fn at_depth(
+    session: &mut crate::model::Session,
+    depth: &[u32],
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), BenchError> {
+    if session.tokens().starts_with(depth) {
+        session.truncate(depth.len());
+    } else {
+        session.clear();
+        if !depth.is_empty() {
+            progress(&format!("fill the cache with {} tokens", depth.len()));
+            session.feed(depth)?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs the measurements.
 pub fn run(
     lm: &LoadedModel,
@@ -426,6 +457,10 @@ pub fn run(
         session.append(&[t])?;
     }
 
+    // The tokens each measurement starts after: fed once, then cut back to between runs.
+    let depth: Vec<u32> = (0..opts.depth)
+        .map(|_| (rng.next_u64() % vocab as u64) as u32)
+        .collect();
     let llama = opts.llama_bench.as_deref();
     let gpu = !lm.model.device().is_cpu();
     let mut copies = Vec::new();
@@ -438,9 +473,9 @@ pub fn run(
                 prompt.len(),
                 r + 1
             ));
-            session.clear();
+            at_depth(&mut session, &depth, progress)?;
             let t = Instant::now();
-            session.feed(&prompt)?;
+            session.append(&prompt)?;
             prefill.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
             if let Some(exe) = llama {
                 progress(&format!(
@@ -448,7 +483,8 @@ pub fn run(
                     prompt.len(),
                     r + 1
                 ));
-                let (ts, build) = llama_bench_once(exe, &lm.path, threads, (prompt.len(), 0), gpu)?;
+                let (ts, build) =
+                    llama_bench_once(exe, &lm.path, threads, (prompt.len(), 0, opts.depth), gpu)?;
                 llama_pp.push(ts);
                 llama_build = build;
             }
@@ -463,7 +499,7 @@ pub fn run(
                 opts.gen_tokens,
                 r + 1
             ));
-            session.clear();
+            at_depth(&mut session, &depth, progress)?;
             let mut token = prompt.first().copied().unwrap_or(0);
             let t = Instant::now();
             for _ in 0..opts.gen_tokens {
@@ -479,8 +515,13 @@ pub fn run(
                     opts.gen_tokens,
                     r + 1
                 ));
-                let (ts, build) =
-                    llama_bench_once(exe, &lm.path, threads, (0, opts.gen_tokens), gpu)?;
+                let (ts, build) = llama_bench_once(
+                    exe,
+                    &lm.path,
+                    threads,
+                    (0, opts.gen_tokens, opts.depth),
+                    gpu,
+                )?;
                 llama_tg.push(ts);
                 llama_build = build;
             }
@@ -539,10 +580,7 @@ pub fn run(
         0.0
     };
     // Keys and values, f32, of every layer, for the longest sequence run.
-    let longest = opts
-        .prompt_tokens
-        .max(opts.gen_tokens + 1)
-        .max(chat_ids.len());
+    let longest = (opts.depth + opts.prompt_tokens.max(opts.gen_tokens + 1)).max(chat_ids.len());
     let kv_cache_bytes = 2 * cfg.layers * cfg.kv_heads * cfg.head_dim * 4 * longest;
     Ok(BenchReport {
         requantized_types: report.requantized_names(),
@@ -558,6 +596,7 @@ pub fn run(
         threads,
         prompt_tokens: opts.prompt_tokens,
         gen_tokens: opts.gen_tokens,
+        depth: opts.depth,
         repetitions: reps,
         prefill_tok_s,
         decode_tok_s,

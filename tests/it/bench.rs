@@ -242,3 +242,63 @@ fn the_device_flag_runs_on_the_cpu_and_refuses_what_this_build_cannot_do() {
             );
     }
 }
+
+/// `-d N` measures after N tokens already in the cache: llama-bench gets the same `-d`, the
+/// table names the depth as llama-bench does (`pp8 … @ d40`), the JSON report carries it, and
+/// a depth the context cannot hold is refused before anything is measured.
+#[test]
+fn a_depth_is_measured_after_that_many_cached_tokens_and_passed_to_llama_bench() {
+    let (dir, model) = tiny_model(&TinySpec::llama());
+    let exe = script(dir.path(), "llama-bench", STAND_IN);
+    let out = cairn(dir.path())
+        .args(["bench", "--threads", "2", "-p", "8", "-n", "4", "-d", "40"])
+        .args(["-r", "1", "--no-constrained", "--model"])
+        .arg(&model)
+        .arg("--vs-llama-bench")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("tok/s @ d40"), "{table}");
+    let log = std::fs::read_to_string(dir.path().join("args.log")).unwrap();
+    let m = model.display();
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        [
+            format!("-m {m} -t 2 -p 8 -n 0 -d 40 -ngl 0 -r 1 -o json"),
+            format!("-m {m} -t 2 -p 0 -n 4 -d 40 -ngl 0 -r 1 -o json"),
+        ]
+    );
+
+    let out = cairn(dir.path())
+        .args(["bench", "-p", "8", "-n", "4", "-d", "40", "-r", "1"])
+        .args(["--no-constrained", "--json", "--model"])
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["depth"], 40);
+    assert!(report["decode_tok_s"]["median"].as_f64().unwrap() > 0.0);
+
+    // The tiny model's context is 96 tokens: 90 + 8 do not fit.
+    cairn(dir.path())
+        .args(["bench", "-p", "8", "-n", "4", "-d", "90", "--model"])
+        .arg(&model)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("-d 90")
+                .and(predicate::str::contains("context of 96 tokens"))
+                .and(predicate::str::contains("panicked").not()),
+        );
+}

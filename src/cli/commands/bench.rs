@@ -19,6 +19,10 @@ pub struct BenchArgs {
     /// Generated tokens for the decode measurement (like llama-bench -n).
     #[arg(short = 'n', long, default_value_t = 128, value_name = "N")]
     pub gen_tokens: usize,
+    /// Tokens already in the KV cache when each prefill and decode measurement starts (like
+    /// llama-bench -d): what an agent's later rounds run at.
+    #[arg(short = 'd', long, default_value_t = 0, value_name = "N")]
+    pub depth: usize,
     /// Timed repetitions of each measurement (after one warm-up).
     #[arg(short = 'r', long, default_value_t = 3, value_name = "R")]
     pub repetitions: usize,
@@ -107,14 +111,16 @@ pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Resu
     let opts = BenchOptions {
         prompt_tokens: args.prompt_tokens,
         gen_tokens: args.gen_tokens,
+        depth: args.depth,
         repetitions: args.repetitions,
         step_schema: (!args.no_constrained).then(crate::agent::step::builtin_step_schema),
         llama_bench: args.vs_llama_bench.clone(),
     };
-    let total = opts.prompt_tokens + 1;
-    if total > lm.model.config.context || opts.gen_tokens > lm.model.config.context {
+    let total = opts.depth + (opts.prompt_tokens + 1).max(opts.gen_tokens);
+    if total > lm.model.config.context {
         anyhow::bail!(
-            "-p {} / -n {} do not fit the model's context of {} tokens",
+            "-d {} with -p {} / -n {} does not fit the model's context of {} tokens; give smaller numbers",
+            opts.depth,
             opts.prompt_tokens,
             opts.gen_tokens,
             lm.model.config.context
@@ -142,15 +148,21 @@ pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Resu
             },
             report.device
         )?;
+        // llama-bench's names: `pp512`, or `pp512 @ d2048` after 2048 cached tokens.
+        let at = if report.depth > 0 {
+            format!(" @ d{}", report.depth)
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "pp{:<5}  {} tok/s",
+            "pp{:<5}  {} tok/s{at}",
             report.prompt_tokens,
             s(&report.prefill_tok_s)
         )?;
         writeln!(
             out,
-            "tg{:<5}  {} tok/s",
+            "tg{:<5}  {} tok/s{at}",
             report.gen_tokens,
             s(&report.decode_tok_s)
         )?;

@@ -1,34 +1,158 @@
-//! Causal grouped-query attention of the CPU engine over its position-major KV cache: one
-//! (token, head) at a time for decode ([`attention_rows`]), in tiles for prefill
-//! ([`attention_tiled`]).
+//! Causal grouped-query attention of the CPU engine over its KV cache: a few tokens at a
+//! time for decode ([`attention_rows`]: one key/value head with every query head that shares
+//! it per piece, its keys split into runs whose softmaxes are combined), in tiles of query
+//! tokens for prefill ([`attention_tiled`]).
+//!
+//! Values are stored position-major (`kv_heads × head_dim` per position). Keys are stored in
+//! blocks of [`KEY_LANES`] positions, and within a block per key/value head dimension-major
+//! (`head_dim × 16`): the scores of sixteen keys then come out of one vector multiply-add per
+//! dimension, with no sum across lanes, and nothing is transposed at run time. Blocks are
+//! outermost, so growing the cache leaves the stored positions where they are.
 
 use super::pool::{self, SendPtr};
 use crate::model::hparams::HParams;
 
-/// The dot product of two equal-length slices, in sixteen lanes so that it vectorizes.
-#[inline(always)]
-fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 16];
-    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..16 {
-            acc[l] += x[l] * y[l];
+/// Positions per block of the key cache (one vector of f32 with AVX-512, two with AVX2).
+pub(super) const KEY_LANES: usize = 16;
+
+/// Floats the key cache of one layer needs for `positions` positions of `width`
+/// (`kv_heads × head_dim`) values: whole blocks.
+pub(super) fn key_floats(positions: usize, width: usize) -> usize {
+    positions.div_ceil(KEY_LANES) * KEY_LANES * width
+}
+
+/// Writes the keys `k` of new tokens (position-major, `kv_heads × hd` each) at positions
+/// `pos..` of the blocked key cache `keys`.
+pub(super) fn store_keys(keys: &mut [f32], k: &[f32], pos: usize, kv_heads: usize, hd: usize) {
+    let width = kv_heads * hd;
+    for (t, row) in k.chunks_exact(width).enumerate() {
+        let j = pos + t;
+        let block = &mut keys[(j / KEY_LANES) * KEY_LANES * width..][..KEY_LANES * width];
+        let lane = j % KEY_LANES;
+        for (d, &x) in row.iter().enumerate() {
+            // Head d / hd, dimension d % hd: at head·hd·16 + dim·16 + lane.
+            block[d * KEY_LANES + lane] = x;
         }
     }
-    let mut s: f32 = acc.iter().sum();
-    for (x, y) in ra.iter().zip(rb) {
-        s += x * y;
+}
+
+/// `e^x` for `x` in `[-87, 88]` (clamped there), within 2 ulp of `f32::exp`, from arithmetic
+/// and bit operations only, so that a loop over a slice of it vectorizes (a call to the
+/// library's `expf` per element does not). Cephes' `expf`: `x = n·ln 2 + r` with `|r| ≤ ln 2 / 2`,
+/// a degree-6 polynomial for `e^r`, and `2^n` written into the exponent bits.
+#[inline(always)]
+pub(super) fn exp_f32(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // 1.5 · 2^23: adding it rounds to an integer held in the low mantissa bits.
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.clamp(-87.0, 88.0);
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
+    let r = x - n * 0.693_359_4 + n * 2.121_944_4e-4;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
+        + 1.666_666_5e-1)
+        * r
+        + 0.5;
+    let y = p * r * r + r + 1.0;
+    // n + 127 in the exponent field: t's low bits hold n (two's complement, |n| ≤ 127).
+    let bits = (t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127)) << 23;
+    y * f32::from_bits(bits)
+}
+
+/// The maximum of `xs` (−∞ when empty), in sixteen lanes so that it vectorizes.
+#[inline(always)]
+fn max_f32(xs: &[f32]) -> f32 {
+    let mut m = [f32::NEG_INFINITY; 16];
+    let chunks = xs.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..16 {
+            m[l] = m[l].max(c[l]);
+        }
+    }
+    rest.iter()
+        .chain(&m)
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max)
+}
+
+/// Replaces each `x` of `xs` by `e^(x − max)` and returns their sum (a softmax's
+/// numerators and denominator), vectorized.
+#[inline(always)]
+fn exp_sum(xs: &mut [f32], max: f32) -> f32 {
+    for x in xs.iter_mut() {
+        *x = exp_f32(*x - max);
+    }
+    let mut acc = [0f32; 16];
+    let chunks = xs.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..16 {
+            acc[l] += c[l];
+        }
+    }
+    rest.iter().chain(&acc).sum()
+}
+
+/// The scores of the query `q` (`hd` values) against the sixteen keys of one key block
+/// `kb` (`hd × 16`, dimension-major), times `scale`.
+#[inline(always)]
+fn block_scores(q: &[f32], kb: &[f32], scale: f32) -> [f32; KEY_LANES] {
+    // Four accumulators so that the multiply-adds of consecutive dimensions overlap. They
+    // are four named arrays, not one array indexed in a loop: LLVM would vectorize such a
+    // loop across the four, with gathers.
+    let (mut a0, mut a1, mut a2, mut a3) = (
+        [0f32; KEY_LANES],
+        [0f32; KEY_LANES],
+        [0f32; KEY_LANES],
+        [0f32; KEY_LANES],
+    );
+    let lane = |d: usize| -> &[f32; KEY_LANES] {
+        kb[d * KEY_LANES..(d + 1) * KEY_LANES].try_into().unwrap()
+    };
+    let whole = q.len() / 4 * 4;
+    for d in (0..whole).step_by(4) {
+        let (k0, k1, k2, k3) = (lane(d), lane(d + 1), lane(d + 2), lane(d + 3));
+        let (q0, q1, q2, q3) = (q[d], q[d + 1], q[d + 2], q[d + 3]);
+        for l in 0..KEY_LANES {
+            a0[l] += q0 * k0[l];
+        }
+        for l in 0..KEY_LANES {
+            a1[l] += q1 * k1[l];
+        }
+        for l in 0..KEY_LANES {
+            a2[l] += q2 * k2[l];
+        }
+        for l in 0..KEY_LANES {
+            a3[l] += q3 * k3[l];
+        }
+    }
+    for (d, &qd) in q.iter().enumerate().skip(whole) {
+        let k = lane(d);
+        for l in 0..KEY_LANES {
+            a0[l] += qd * k[l];
+        }
+    }
+    let mut s = [0f32; KEY_LANES];
+    for l in 0..KEY_LANES {
+        s[l] = ((a0[l] + a1[l]) + (a2[l] + a3[l])) * scale;
     }
     s
 }
+
+/// Keys a piece of decode attention takes at least: one head's keys are split into runs of
+/// this many or more (whole key blocks) so that every thread has work (two or three
+/// key/value heads at one token are fewer pieces than threads), and the runs' softmaxes are
+/// combined after.
+const SPLIT_MIN: usize = 256;
 
 thread_local! {
     static SCORES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Causal grouped-query attention of `n` new tokens at positions `pos..pos + n` over the
-/// cached keys and values of positions `0..pos + n` (position-major, `kv_heads × hd` each).
+/// cached keys (blocked, see the module doc) and values (position-major) of positions
+/// `0..pos + n`.
 pub(super) fn attention(
     q: &[f32],
     keys: &[f32],
@@ -48,7 +172,12 @@ pub(super) fn attention(
     attention_rows(q, keys, values, n, pos, c, out)
 }
 
-/// [`attention`] one (token, head) at a time: decode, and any head size.
+/// [`attention`] a few tokens at a time: decode, and any head size. A piece of work is one
+/// token, one key/value head with all the query heads that share it (so each key and value
+/// is read once for the group, not once per query head), and one run of keys; each piece
+/// leaves, per query head, its scores' maximum, the sum of their exponentials and the
+/// unnormalised weighted sum of values, and the runs are then combined (as split-K
+/// "flash decoding" does).
 fn attention_rows(
     q: &[f32],
     keys: &[f32],
@@ -58,65 +187,168 @@ fn attention_rows(
     c: &HParams,
     out: &mut [f32],
 ) {
+    let splits = (2 * pool::global().threads())
+        .div_ceil(n * c.kv_heads)
+        .min((pos + n).div_ceil(SPLIT_MIN))
+        .max(1);
+    attention_runs(q, keys, values, n, pos, c, splits, out)
+}
+
+/// [`attention_rows`] with each head's keys in `splits` runs (of whole key blocks).
+#[allow(clippy::too_many_arguments)]
+fn attention_runs(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    n: usize,
+    pos: usize,
+    c: &HParams,
+    splits: usize,
+    out: &mut [f32],
+) {
     let (nh, nkv, hd) = (c.heads, c.kv_heads, c.head_dim);
     let group = nh / nkv;
     let stride = nkv * hd;
     let scale = 1.0 / (hd as f32).sqrt();
-    let optr = SendPtr(out.as_mut_ptr());
-    let one = |item: usize| {
-        let (i, h) = (item / nh, item % nh);
-        let kvh = h / group;
+    let longest = pos + n;
+    let span = longest.div_ceil(splits).div_ceil(KEY_LANES) * KEY_LANES;
+    // Per piece and query head: maximum, sum, then `hd` weighted sums.
+    let part = hd + 2;
+    let mut partial = vec![0f32; n * nkv * splits * group * part];
+    let pptr = SendPtr(partial.as_mut_ptr());
+    let piece = |item: usize| {
+        let split = item % splits;
+        let kvh = (item / splits) % nkv;
+        let i = item / (splits * nkv);
         let len = pos + i + 1;
-        let qv = &q[i * nh * hd + h * hd..][..hd];
-        // SAFETY: item (i, h) alone writes out[i·nh·hd + h·hd ..][..hd].
-        let o = unsafe { std::slice::from_raw_parts_mut(optr.at(i * nh * hd + h * hd), hd) };
+        let (j0, j1) = ((split * span).min(len), ((split + 1) * span).min(len));
+        // Query heads kvh·group .. (kvh + 1)·group share key/value head kvh.
+        let qs = &q[i * nh * hd + kvh * group * hd..][..group * hd];
+        // SAFETY: piece `item` alone writes its own `group × part` values.
+        let dst =
+            unsafe { std::slice::from_raw_parts_mut(pptr.at(item * group * part), group * part) };
         let mut scores = SCORES.take();
-        scores.resize(len, 0.0);
-        attend_row(
-            qv,
+        let attend = match hd {
+            64 => attend_group::<64>,
+            128 => attend_group::<128>,
+            _ => attend_group::<0>,
+        };
+        attend(
+            qs,
             keys,
             values,
+            hd,
             stride,
-            kvh * hd,
+            kvh,
+            (j0, j1),
             scale,
-            &mut scores[..len],
-            o,
+            &mut scores,
+            dst,
         );
         SCORES.set(scores);
     };
-    pool::global().run(n * nh, &one);
+    pool::global().run(n * nkv * splits, &piece);
+    // Combine the runs of each (token, query head).
+    for i in 0..n {
+        for h in 0..nh {
+            let (kvh, g) = (h / group, h % group);
+            let at = |split: usize| ((((i * nkv + kvh) * splits + split) * group) + g) * part;
+            let max = (0..splits)
+                .map(|s| partial[at(s)])
+                .fold(f32::NEG_INFINITY, f32::max);
+            let o = &mut out[i * nh * hd + h * hd..][..hd];
+            o.fill(0.0);
+            let mut total = 0f32;
+            for s in 0..splits {
+                let p = &partial[at(s)..at(s) + part];
+                if p[1] == 0.0 {
+                    continue; // a run past this token's last key
+                }
+                let w = (p[0] - max).exp();
+                total += w * p[1];
+                for (a, &b) in o.iter_mut().zip(&p[2..]) {
+                    *a += w * b;
+                }
+            }
+            let inv = 1.0 / total;
+            for a in o.iter_mut() {
+                *a *= inv;
+            }
+        }
+    }
 }
 
 super::multiversion! {
-    /// One query of one head: scores over `scores.len()` cached keys, softmax, and the
-    /// weighted sum of values into `out`.
-    fn attend_row(
+    /// One piece of [`attention_rows`] for heads of `HD` dimensions (0: any, `hd`, at some
+    /// cost): the query heads `q` (`group × hd`) over keys
+    /// `keys_run` (`j0..j1`, `j0` the start of a key block) of key/value head `kvh`. Writes
+    /// to `dst`, per query head, the scores' maximum, the sum of `e^(score − maximum)` and the
+    /// values weighted by those (not yet divided by the sum); an empty run leaves −∞, 0 and
+    /// zeros.
+    fn attend_group<const HD: usize>(
         q: &[f32],
         keys: &[f32],
         values: &[f32],
+        hd: usize,
         stride: usize,
-        at: usize,
+        kvh: usize,
+        keys_run: (usize, usize),
         scale: f32,
-        scores: &mut [f32],
-        out: &mut [f32],
+        scores: &mut Vec<f32>,
+        dst: &mut [f32],
     ) {
-        let hd = q.len();
-        let mut max = f32::NEG_INFINITY;
-        for (j, sc) in scores.iter_mut().enumerate() {
-            *sc = dot_f32(q, &keys[j * stride + at..][..hd]) * scale;
-            max = max.max(*sc);
+        let (j0, j1) = keys_run;
+        let group = q.len() / hd;
+        let part = hd + 2;
+        let (b0, b1) = (j0 / KEY_LANES, j1.div_ceil(KEY_LANES));
+        let width = (b1 - b0) * KEY_LANES;
+        let m = j1 - j0;
+        scores.resize(group * width, 0.0);
+        for b in b0..b1 {
+            let kb = &keys[b * KEY_LANES * stride + kvh * hd * KEY_LANES..][..hd * KEY_LANES];
+            for g in 0..group {
+                let s = block_scores(&q[g * hd..(g + 1) * hd], kb, scale);
+                let at = g * width + (b - b0) * KEY_LANES;
+                scores[at..at + KEY_LANES].copy_from_slice(&s);
+            }
         }
-        let mut sum = 0f32;
-        for sc in scores.iter_mut() {
-            *sc = (*sc - max).exp();
-            sum += *sc;
+        for g in 0..group {
+            let row = &mut scores[g * width..g * width + m];
+            let max = max_f32(row);
+            let sum = if m == 0 { 0.0 } else { exp_sum(row, max) };
+            dst[g * part] = max;
+            dst[g * part + 1] = sum;
+            dst[g * part + 2..(g + 1) * part].fill(0.0);
         }
-        let inv = 1.0 / sum;
-        out.fill(0.0);
-        for (j, &p) in scores.iter().enumerate() {
-            let w = p * inv;
-            for (a, &b) in out.iter_mut().zip(&values[j * stride + at..][..hd]) {
-                *a += w * b;
+        // Weighted sums of values over the keys of one block, per query head (the block's
+        // values stay in L1 for the group's other heads).
+        for b in b0..b1 {
+            let (k0, k1) = ((b * KEY_LANES).max(j0), ((b + 1) * KEY_LANES).min(j1));
+            for g in 0..group {
+                let p = &scores[g * width + k0 - j0..g * width + k1 - j0];
+                let o = &mut dst[g * part + 2..(g + 1) * part];
+                if HD > 0 {
+                    // A head size known when compiled: the sums stay in registers while the
+                    // value rows stream in order.
+                    let mut acc = [0f32; HD];
+                    for (jj, &w) in p.iter().enumerate() {
+                        let v: &[f32; HD] =
+                            values[(k0 + jj) * stride + kvh * HD..][..HD].try_into().unwrap();
+                        for d in 0..HD {
+                            acc[d] += w * v[d];
+                        }
+                    }
+                    for (a, x) in o.iter_mut().zip(acc) {
+                        *a += x;
+                    }
+                } else {
+                    for (jj, &w) in p.iter().enumerate() {
+                        let v = &values[(k0 + jj) * stride + kvh * hd..][..hd];
+                        for (a, &x) in o.iter_mut().zip(v) {
+                            *a += w * x;
+                        }
+                    }
+                }
             }
         }
     }
@@ -124,22 +356,19 @@ super::multiversion! {
 
 /// New tokens from which prefill attention runs in tiles ([`attention_tiled`]).
 const TILED_FROM: usize = 8;
-/// Query tokens per piece of work in tiled attention (they share one transposed key copy).
+/// Query tokens per piece of work in tiled attention.
 const QUERY_TILE: usize = 64;
 /// Query tokens whose outputs are accumulated together (kept in registers).
 const QUERY_GROUP: usize = 4;
-/// Keys per lane group of the transposed key copy.
-const KEY_LANES: usize = 16;
 
 thread_local! {
-    /// Per-thread transposed keys and scores of tiled attention (taken out while in use).
-    static TILE: std::cell::Cell<(Vec<f32>, Vec<f32>)> =
-        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+    /// Per-thread scores of tiled attention (taken out while in use).
+    static TILE: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 super::multiversion! {
     /// One piece of [`attention_tiled`]: head `h` (key/value head `kvh`) for queries
-    /// `i0..i1`, with the per-thread buffers `kt` (transposed keys) and `scores`.
+    /// `i0..i1`, with the per-thread buffer `scores`.
     fn attend_tile<const HD: usize>(
         q: &[f32],
         keys: &[f32],
@@ -152,99 +381,61 @@ super::multiversion! {
         scale: f32,
         i0: usize,
         i1: usize,
-        kt: &mut Vec<f32>,
         scores: &mut Vec<f32>,
         optr: &SendPtr,
     ) {
         let len = pos + i1; // keys the last query of the tile sees
         let blocks = len.div_ceil(KEY_LANES);
-            kt.resize(blocks * HD * KEY_LANES, 0.0);
-            scores.resize(QUERY_TILE * blocks * KEY_LANES, 0.0);
-            // Keys transposed: block b holds, for each dimension d, keys 16b..16b+16.
-            for b in 0..blocks {
-                let dst = &mut kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
-                for l in 0..KEY_LANES {
-                    let j = b * KEY_LANES + l;
-                    if j < len {
-                        let k = &keys[j * stride + kvh * HD..][..HD];
-                        for d in 0..HD {
-                            dst[d * KEY_LANES + l] = k[d];
-                        }
-                    } else {
-                        for d in 0..HD {
-                            dst[d * KEY_LANES + l] = 0.0;
-                        }
-                    }
-                }
+        scores.resize(QUERY_TILE * blocks * KEY_LANES, 0.0);
+        let width = blocks * KEY_LANES;
+        for i in i0..i1 {
+            let qv = &q[i * nh * HD + h * HD..][..HD];
+            let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
+            let seen = pos + i + 1;
+            for b in 0..seen.div_ceil(KEY_LANES) {
+                let kb = &keys[b * KEY_LANES * stride + kvh * HD * KEY_LANES..][..HD * KEY_LANES];
+                let s = block_scores(qv, kb, scale);
+                row[b * KEY_LANES..(b + 1) * KEY_LANES].copy_from_slice(&s);
             }
-            let width = blocks * KEY_LANES;
-            for i in i0..i1 {
-                let qv: &[f32; HD] = q[i * nh * HD + h * HD..][..HD].try_into().unwrap();
-                let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
-                let seen = pos + i + 1;
-                for b in 0..seen.div_ceil(KEY_LANES) {
-                    let kb = &kt[b * HD * KEY_LANES..(b + 1) * HD * KEY_LANES];
-                    let mut acc = [0f32; KEY_LANES];
+            // Softmax over the keys this query sees (a block's lanes past them are not
+            // keys of this query); the rest get weight zero.
+            let max = max_f32(&row[..seen]);
+            let inv = 1.0 / exp_sum(&mut row[..seen], max);
+            for s in &mut row[..seen] {
+                *s *= inv;
+            }
+            row[seen..].fill(0.0);
+        }
+        // Weighted sums of values, four queries at a time.
+        let mut g0 = i0;
+        while g0 < i1 {
+            let g1 = (g0 + QUERY_GROUP).min(i1);
+            let mut acc = [[0f32; HD]; QUERY_GROUP];
+            let last = pos + g1; // keys the group's last query sees
+            for j in 0..last {
+                let v: &[f32; HD] = values[j * stride + kvh * HD..][..HD].try_into().unwrap();
+                for (gi, a) in acc.iter_mut().enumerate().take(g1 - g0) {
+                    let p = scores[(g0 + gi - i0) * width + j];
                     for d in 0..HD {
-                        let kd: &[f32; KEY_LANES] =
-                            kb[d * KEY_LANES..(d + 1) * KEY_LANES].try_into().unwrap();
-                        for l in 0..KEY_LANES {
-                            acc[l] += qv[d] * kd[l];
-                        }
-                    }
-                    row[b * KEY_LANES..(b + 1) * KEY_LANES].copy_from_slice(&acc);
-                }
-                // Softmax over the keys this query sees; the rest get weight zero.
-                let mut max = f32::NEG_INFINITY;
-                for s in &mut row[..seen] {
-                    *s *= scale;
-                    max = max.max(*s);
-                }
-                let mut sum = 0f32;
-                for s in &mut row[..seen] {
-                    *s = (*s - max).exp();
-                    sum += *s;
-                }
-                let inv = 1.0 / sum;
-                for s in &mut row[..seen] {
-                    *s *= inv;
-                }
-                row[seen..].fill(0.0);
-            }
-            // Weighted sums of values, four queries at a time.
-            let mut g0 = i0;
-            while g0 < i1 {
-                let g1 = (g0 + QUERY_GROUP).min(i1);
-                let mut acc = [[0f32; HD]; QUERY_GROUP];
-                let last = pos + g1; // keys the group's last query sees
-                for j in 0..last {
-                    let v: &[f32; HD] =
-                        values[j * stride + kvh * HD..][..HD].try_into().unwrap();
-                    for (gi, a) in acc.iter_mut().enumerate().take(g1 - g0) {
-                        let p = scores[(g0 + gi - i0) * width + j];
-                        for d in 0..HD {
-                            a[d] += p * v[d];
-                        }
+                        a[d] += p * v[d];
                     }
                 }
-                for (gi, a) in acc.iter().enumerate().take(g1 - g0) {
-                    let i = g0 + gi;
-                    // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
-                    let o = unsafe {
-                        std::slice::from_raw_parts_mut(optr.at(i * nh * HD + h * HD), HD)
-                    };
-                    o.copy_from_slice(a);
-                }
-                g0 = g1;
             }
+            for (gi, a) in acc.iter().enumerate().take(g1 - g0) {
+                let i = g0 + gi;
+                // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
+                let o = unsafe { std::slice::from_raw_parts_mut(optr.at(i * nh * HD + h * HD), HD) };
+                o.copy_from_slice(a);
+            }
+            g0 = g1;
+        }
     }
 }
 
 /// Prefill attention in tiles: a piece of work is one head and up to [`QUERY_TILE`] query
-/// tokens. Its keys are copied once, transposed in groups of sixteen, so that the scores of
-/// sixteen keys come out of one vector multiply-add per dimension; the weighted sum of values
-/// then runs four queries at a time over each value row. The same numbers as the one-token
-/// path up to the order of additions.
+/// tokens. The scores of sixteen keys come out of one vector multiply-add per dimension from
+/// the blocked key cache; the weighted sum of values then runs four queries at a time over
+/// each value row. The same numbers as the decode path up to the order of additions.
 fn attention_tiled<const HD: usize>(
     q: &[f32],
     keys: &[f32],
@@ -264,7 +455,7 @@ fn attention_tiled<const HD: usize>(
         let (h, tile) = (item % nh, item / nh);
         let i0 = tile * QUERY_TILE;
         let i1 = (i0 + QUERY_TILE).min(n);
-        let (mut kt, mut scores) = TILE.take();
+        let mut scores = TILE.take();
         attend_tile::<HD>(
             q,
             keys,
@@ -277,11 +468,10 @@ fn attention_tiled<const HD: usize>(
             scale,
             i0,
             i1,
-            &mut kt,
             &mut scores,
             &optr,
         );
-        TILE.set((kt, scores));
+        TILE.set(scores);
     };
     pool::global().run(nh * tiles, &piece);
 }
@@ -310,6 +500,16 @@ mod tests {
         }
     }
 
+    /// Position-major keys `k` laid out as the key cache holds them, with the lanes of the
+    /// last block past the keys filled with garbage (a truncated cache leaves old keys there).
+    fn blocked(k: &[f32], kv_heads: usize, hd: usize) -> Vec<f32> {
+        let width = kv_heads * hd;
+        let positions = k.len() / width;
+        let mut out = values(key_floats(positions, width), 99);
+        store_keys(&mut out, k, 0, kv_heads, hd);
+        out
+    }
+
     fn values(n: usize, seed: u32) -> Vec<f32> {
         (0..n)
             .map(|i| {
@@ -317,6 +517,92 @@ mod tests {
                 (h % 2001) as f32 / 500.0 - 2.0
             })
             .collect()
+    }
+
+    /// Attention computed the plain way, in f64: one query head at a time over its keys.
+    fn reference(q: &[f32], k: &[f32], v: &[f32], n: usize, pos: usize, c: &HParams) -> Vec<f32> {
+        let (nh, nkv, hd) = (c.heads, c.kv_heads, c.head_dim);
+        let stride = nkv * hd;
+        let mut out = vec![0f32; n * nh * hd];
+        for i in 0..n {
+            for h in 0..nh {
+                let at = (h / (nh / nkv)) * hd;
+                let qv = &q[i * nh * hd + h * hd..][..hd];
+                let scores: Vec<f64> = (0..pos + i + 1)
+                    .map(|j| {
+                        let kv = &k[j * stride + at..][..hd];
+                        let d: f64 = qv.iter().zip(kv).map(|(a, b)| *a as f64 * *b as f64).sum();
+                        d / (hd as f64).sqrt()
+                    })
+                    .collect();
+                let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let w: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                let sum: f64 = w.iter().sum();
+                for d in 0..hd {
+                    let x: f64 = (0..w.len())
+                        .map(|j| w[j] * v[j * stride + at + d] as f64)
+                        .sum();
+                    out[i * nh * hd + h * hd + d] = (x / sum) as f32;
+                }
+            }
+        }
+        out
+    }
+
+    /// Decode attention (a few tokens, keys split into runs per key/value head and the
+    /// runs' softmaxes combined) against the plain computation: one token over a long cache
+    /// (several runs), a few tokens whose last run is empty for the first of them, and
+    /// shapes of the presets (14/2 heads of 64, 12/2 of 128, 9/3 of 64).
+    #[test]
+    fn decode_attention_in_runs_matches_the_plain_computation() {
+        for (heads, kv_heads, hd, n, pos) in [
+            (14, 2, 64, 1, 1500),
+            (12, 2, 128, 1, 2047),
+            (9, 3, 64, 3, 700),
+            (4, 1, 32, 5, 1020),
+            (2, 2, 16, 1, 0),
+            (2, 1, 16, 4, 1),
+        ] {
+            let c = config(heads, kv_heads, hd);
+            let total = pos + n;
+            let q = values(n * heads * hd, 4);
+            let k = values(total * kv_heads * hd, 5);
+            let v = values(total * kv_heads * hd, 6);
+            let want = reference(&q, &k, &v, n, pos, &c);
+            let kb = blocked(&k, kv_heads, hd);
+            for splits in [1, 2, 3, 7] {
+                let mut got = vec![0f32; n * heads * hd];
+                attention_runs(&q, &kb, &v, n, pos, &c, splits, &mut got);
+                for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+                        "{heads}/{kv_heads}/{hd} n={n} pos={pos} splits={splits} at {i}: {a} vs {b}"
+                    );
+                }
+            }
+            let mut got = vec![0f32; n * heads * hd];
+            attention_rows(&q, &kb, &v, n, pos, &c, &mut got);
+            assert!(got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| (a - b).abs() <= 1e-4 * b.abs().max(1.0)));
+        }
+    }
+
+    /// The vectorizable exponential against the library's, over the range softmax uses
+    /// (and past it, where it clamps).
+    #[test]
+    fn exp_f32_is_within_two_ulp_of_the_library_exp() {
+        let mut x = -87.0f32;
+        while x <= 88.0 {
+            let (a, b) = (exp_f32(x), x.exp());
+            let ulp = (a.to_bits() as i64 - b.to_bits() as i64).abs();
+            assert!(ulp <= 2, "exp({x}): {a} vs {b}, {ulp} ulp");
+            x += 0.0137;
+        }
+        assert_eq!(exp_f32(0.0), 1.0);
+        assert!(exp_f32(-1000.0) > 0.0 && exp_f32(-1000.0) < 1e-37);
+        assert!(exp_f32(f32::NEG_INFINITY) < 1e-37);
     }
 
     /// The tiled prefill attention against the one-query-at-a-time path, for both head sizes
@@ -333,8 +619,9 @@ mod tests {
             let v = values(total * kv_heads * hd, 3);
             let mut tiled = vec![0f32; n * heads * hd];
             let mut rows = vec![0f32; n * heads * hd];
-            attention(&q, &k, &v, n, pos, &c, &mut tiled);
-            attention_rows(&q, &k, &v, n, pos, &c, &mut rows);
+            let kb = blocked(&k, kv_heads, hd);
+            attention(&q, &kb, &v, n, pos, &c, &mut tiled);
+            attention_rows(&q, &kb, &v, n, pos, &c, &mut rows);
             for (i, (a, b)) in tiled.iter().zip(&rows).enumerate() {
                 assert!(
                     (a - b).abs() <= 1e-4 * b.abs().max(1.0),

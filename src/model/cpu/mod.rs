@@ -182,11 +182,11 @@ impl Forward for CpuEngine {
             rotate(q, n, hd, pos, c.rope_style, &self.rope_cos, &self.rope_sin);
             rotate(k, n, hd, pos, c.rope_style, &self.rope_cos, &self.rope_sin);
             let (keys, values) = (&mut state.keys[layer], &mut state.values[layer]);
-            keys[pos * kvw..(pos + n) * kvw].copy_from_slice(k);
+            attention::store_keys(keys, k, pos, c.kv_heads, hd);
             values[pos * kvw..(pos + n) * kvw].copy_from_slice(v);
             attention(
                 q,
-                &keys[..(pos + n) * kvw],
+                &keys[..attention::key_floats(pos + n, kvw)],
                 &values[..(pos + n) * kvw],
                 n,
                 pos,

@@ -1,7 +1,9 @@
-//! The CPU engine's per-session state: the KV cache in host memory, position-major
-//! (`capacity × kv_heads × head_dim` per layer, so appending and growing never re-lay out the
-//! stored positions), the forward pass's working buffers, and the logits of the last token.
+//! The CPU engine's per-session state: the KV cache in host memory (values position-major,
+//! `capacity × kv_heads × head_dim` per layer; keys in blocks of 16 positions, see
+//! `attention`; either way appending and growing never re-lay out the stored positions), the
+//! forward pass's working buffers, and the logits of the last token.
 
+use super::attention::key_floats;
 use super::matmul::Acts;
 use crate::model::error::Result;
 use crate::model::forward::State;
@@ -67,7 +69,10 @@ impl CpuState {
             let layers = self.kv.layers();
             self.keys.resize_with(layers, Vec::new);
             self.values.resize_with(layers, Vec::new);
-            for v in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            for k in self.keys.iter_mut() {
+                k.resize(key_floats(cap, self.kv.width()), 0.0);
+            }
+            for v in self.values.iter_mut() {
                 v.resize(size, 0.0);
             }
             self.kv.set_capacity(cap);
@@ -92,11 +97,11 @@ impl State for CpuState {
     }
 
     fn snapshot(&self) -> Result<CpuSnapshot> {
-        let live = self.kv.len() * self.kv.width();
-        let copy = |vs: &[Vec<f32>]| vs.iter().map(|v| v[..live].to_vec()).collect();
+        let copy = |vs: &[Vec<f32>], live: usize| vs.iter().map(|v| v[..live].to_vec()).collect();
         Ok(CpuSnapshot {
-            keys: copy(&self.keys),
-            values: copy(&self.values),
+            // The keys' blocks holding the live positions (the last one may be partly used).
+            keys: copy(&self.keys, key_floats(self.kv.len(), self.kv.width())),
+            values: copy(&self.values, self.kv.len() * self.kv.width()),
             len: self.kv.len(),
             logits: self.logits.clone(),
         })
