@@ -109,6 +109,14 @@ struct Rounds {
     /// Regression: "the science book that has no author recorded" was answered from three
     /// sample rows, sent back for a query, and answered again word for word.
     must_call: bool,
+    /// The next round must query the database (only the `sql` action in its grammar, where
+    /// the task has it): set when an answer rested on values seen only in the sample rows of
+    /// a table shown before the first round, whose remedy is a query of the whole table. A
+    /// free choice of tool let the model confirm the sampled value instead. Regression: "How
+    /// much in consultation fees is still unpaid?" answered from one sampled visit's 48 plus
+    /// the documents' late fee, sent back, then `48 + 7.50` on the calculator and the same
+    /// answer again.
+    must_query: bool,
 }
 
 /// The values of `answer`, and of the calculator expressions of `rounds` ((expression,
@@ -507,6 +515,7 @@ impl<P: Policy> Agent<P> {
             min_dropped: 0,
             evidence_checked: false,
             must_call: false,
+            must_query: false,
             echo_checked: false,
             order_checked: false,
             example,
@@ -615,7 +624,12 @@ impl<P: Policy> Agent<P> {
             ));
         }
         let last_round = round == self.options.max_rounds;
-        let allowed = st.guards.allowed(&st.infos, last_round);
+        let mut allowed = st.guards.allowed(&st.infos, last_round);
+        if std::mem::take(&mut st.must_query)
+            && allowed.iter().any(|t| t.name == crate::tools::sql::NAME)
+        {
+            allowed.retain(|t| t.name == crate::tools::sql::NAME);
+        }
         let with_final = !std::mem::take(&mut st.must_call) || allowed.is_empty();
         let mut names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
         if with_final {
@@ -1120,6 +1134,7 @@ impl<P: Policy> Agent<P> {
                 // Values seen only in a few sample rows of a table are no evidence either.
                 let sampled = sampled_values(&answer, &told, &notes, &rounds);
                 if !sampled.is_empty() {
+                    st.must_query = true;
                     let message = super::evidence::sample_message(&sampled);
                     let event = EventKind::EvidenceCheck {
                         round,
@@ -1150,9 +1165,17 @@ impl<P: Policy> Agent<P> {
                     })
                 }
             } else {
+                // The answer goes back either way: its thought says where its numbers came
+                // from, and when that is sample rows, the remedy is a query. Regression: "the
+                // consultation fees are 48 euros in this case" (one sampled visit) in the
+                // thought, only the sum 55.50 in the answer; told the sum appeared nowhere,
+                // the model confirmed it with the calculator.
+                let reasoned_answer = format!("{answer}\n{}", step.thought);
+                let sampled = sampled_values(&reasoned_answer, &told, &notes, &rounds);
+                st.must_query = !sampled.is_empty();
                 let message = super::evidence::with_sample_note(
                     &super::evidence::check_message_with(&missing, &checked.ungrounded_inputs),
-                    &sampled_values(&answer, &told, &notes, &rounds),
+                    &sampled,
                 );
                 let event = EventKind::EvidenceCheck {
                     round,

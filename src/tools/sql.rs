@@ -1664,9 +1664,12 @@ fn join_hint(conn: &Connection, sql: &str, tables: &[String], missing: &str) -> 
     })
 }
 
+/// The sql tool's name, as the model calls it.
+pub const NAME: &str = "sql";
+
 impl Tool for SqlTool {
     fn name(&self) -> &str {
-        "sql"
+        NAME
     }
 
     fn description(&self) -> String {

@@ -837,6 +837,92 @@ fn an_answer_naming_the_other_end_of_a_limited_order_is_sent_back_once() {
     );
 }
 
+/// Regression (issue 19): "How much in consultation fees is still unpaid?" was answered from
+/// one visit's fee among the three sample rows shown before the first round; sent back, the
+/// model confirmed the sampled number with the calculator and answered the same again. The
+/// round after an answer that rests on sample rows may only query the database.
+#[test]
+fn an_answer_from_sample_rows_is_sent_back_to_a_round_that_may_only_query() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fees.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE fees (visit INTEGER PRIMARY KEY, fee INTEGER, paid TEXT);
+         INSERT INTO fees VALUES (1, 48, '2025-01-08'), (2, 62, NULL), (3, 55, '2025-01-21'),
+           (4, 75, NULL), (5, 48, NULL), (6, 90, '2025-02-02'), (7, 30, NULL),
+           (8, 62, '2025-02-10'), (9, 41, NULL), (10, 48, '2025-03-01');",
+    )
+    .unwrap();
+    drop(conn);
+    let sql = |q: &str| step("sql", json!({ "query": q }));
+    let (mut a, events) = agent(
+        vec![
+            answer("62 euros of fees are still unpaid."),
+            sql("SELECT SUM(fee) FROM fees WHERE paid IS NULL"),
+            answer("256 euros of fees are still unpaid."),
+        ],
+        registry(vec![Arc::new(
+            SqlTool::open(&db, SqlOptions::default()).unwrap(),
+        )]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("How much in fees is still unpaid?", None);
+    let kinds = events.kinds();
+    assert!(
+        kinds.iter().any(|k| matches!(k, EventKind::EvidenceCheck { unsupported, .. } if unsupported == &["62".to_string()])),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("256 euros of fees are still unpaid.", 3)
+    );
+    let allowed: Vec<Vec<String>> = kinds
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::Prompt { allowed, .. } => Some(allowed.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(allowed[1], ["sql"], "{allowed:?}");
+    assert!(
+        allowed[2].iter().any(|n| n == "final_answer"),
+        "{allowed:?}"
+    );
+    assert!(allowed[2].iter().any(|n| n == "calculator"), "{allowed:?}");
+
+    // Sampled numbers in the thought only, and a sum in the answer found nowhere: the answer
+    // goes back for the sum, and the next round may only query.
+    let (mut a, events) = agent(
+        vec![
+            json!({"thought": "The fees are 62 and 48 here.", "action": "final_answer",
+                   "args": {"answer": "110 euros of fees are still unpaid."}}),
+            sql("SELECT SUM(fee) FROM fees WHERE paid IS NULL"),
+            answer("256 euros of fees are still unpaid."),
+        ],
+        registry(vec![Arc::new(
+            SqlTool::open(&db, SqlOptions::default()).unwrap(),
+        )]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("How much in fees is still unpaid?", None);
+    assert_eq!(r.rounds, 3);
+    let allowed: Vec<Vec<String>> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::Prompt { allowed, .. } => Some(allowed.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(allowed[1], ["sql"], "{allowed:?}");
+    let text = last_prompt_text(a.policy());
+    assert!(
+        text.contains("62, 48 come from the few sample rows"),
+        "{text}"
+    );
+}
+
 /// Regression (issue 19): "I lost my copy of The River Oracle. How much do I have to pay?" was
 /// answered "The book is in the Blue Hall, but I don't know how many seats it has": the worked
 /// example's hall. An answer holding words of the example's own data that the task and its
