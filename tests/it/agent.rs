@@ -855,68 +855,55 @@ fn an_answer_from_sample_rows_is_sent_back_to_a_round_that_may_only_query() {
     )
     .unwrap();
     drop(conn);
-    let sql = |q: &str| step("sql", json!({ "query": q }));
-    let (mut a, events) = agent(
-        vec![
-            answer("62 euros of fees are still unpaid."),
-            sql("SELECT SUM(fee) FROM fees WHERE paid IS NULL"),
-            answer("256 euros of fees are still unpaid."),
-        ],
-        registry(vec![Arc::new(
-            SqlTool::open(&db, SqlOptions::default()).unwrap(),
-        )]),
-        AgentOptions::default(),
-    );
-    let r = a.run_task("How much in fees is still unpaid?", None);
-    let kinds = events.kinds();
-    assert!(
-        kinds.iter().any(|k| matches!(k, EventKind::EvidenceCheck { unsupported, .. } if unsupported == &["62".to_string()])),
-        "{kinds:?}"
-    );
+    // The task run with `first` as the first step, then a query and the right answer: the
+    // result, the checks' unsupported values, each round's actions and the last prompt.
+    let run = |first: Value| {
+        let (mut a, events) = agent(
+            vec![
+                first,
+                step(
+                    "sql",
+                    json!({"query": "SELECT SUM(fee) FROM fees WHERE paid IS NULL"}),
+                ),
+                answer("256 euros of fees are still unpaid."),
+            ],
+            registry(vec![Arc::new(
+                SqlTool::open(&db, SqlOptions::default()).unwrap(),
+            )]),
+            AgentOptions::default(),
+        );
+        let r = a.run_task("How much in fees is still unpaid?", None);
+        let (mut checked, mut allowed) = (Vec::new(), Vec::new());
+        for k in events.kinds() {
+            match k {
+                EventKind::EvidenceCheck { unsupported, .. } => checked.push(unsupported),
+                EventKind::Prompt { allowed: a, .. } => allowed.push(a),
+                _ => {}
+            }
+        }
+        (r, checked, allowed, last_prompt_text(a.policy()))
+    };
+    let (r, checked, allowed, _) = run(answer("62 euros of fees are still unpaid."));
     assert_eq!(
         (r.answer.as_str(), r.rounds),
         ("256 euros of fees are still unpaid.", 3)
     );
-    let allowed: Vec<Vec<String>> = kinds
-        .iter()
-        .filter_map(|k| match k {
-            EventKind::Prompt { allowed, .. } => Some(allowed.clone()),
-            _ => None,
-        })
-        .collect();
+    assert_eq!(checked, [["62"]]);
     assert_eq!(allowed[1], ["sql"], "{allowed:?}");
+    let has = |i: usize, n: &str| allowed[i].iter().any(|a| a == n);
     assert!(
-        allowed[2].iter().any(|n| n == "final_answer"),
+        has(2, "final_answer") && has(2, "calculator"),
         "{allowed:?}"
     );
-    assert!(allowed[2].iter().any(|n| n == "calculator"), "{allowed:?}");
 
     // Sampled numbers in the thought only, and a sum in the answer found nowhere: the answer
     // goes back for the sum, and the next round may only query.
-    let (mut a, events) = agent(
-        vec![
-            json!({"thought": "The fees are 62 and 48 here.", "action": "final_answer",
-                   "args": {"answer": "110 euros of fees are still unpaid."}}),
-            sql("SELECT SUM(fee) FROM fees WHERE paid IS NULL"),
-            answer("256 euros of fees are still unpaid."),
-        ],
-        registry(vec![Arc::new(
-            SqlTool::open(&db, SqlOptions::default()).unwrap(),
-        )]),
-        AgentOptions::default(),
-    );
-    let r = a.run_task("How much in fees is still unpaid?", None);
-    assert_eq!(r.rounds, 3);
-    let allowed: Vec<Vec<String>> = events
-        .kinds()
-        .iter()
-        .filter_map(|k| match k {
-            EventKind::Prompt { allowed, .. } => Some(allowed.clone()),
-            _ => None,
-        })
-        .collect();
+    let (r, checked, allowed, text) = run(json!({
+        "thought": "The fees are 62 and 48 here.", "action": "final_answer",
+        "args": {"answer": "110 euros of fees are still unpaid."}
+    }));
+    assert_eq!((r.rounds, checked), (3, vec![vec!["110".to_string()]]));
     assert_eq!(allowed[1], ["sql"], "{allowed:?}");
-    let text = last_prompt_text(a.policy());
     assert!(
         text.contains("62, 48 come from the few sample rows"),
         "{text}"
