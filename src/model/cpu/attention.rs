@@ -147,7 +147,11 @@ fn block_scores(q: &[f32], kb: &[f32], scale: f32) -> [f32; KEY_LANES] {
 const SPLIT_MIN: usize = 256;
 
 thread_local! {
+    /// Per-thread scores of a decode piece (taken out while in use).
     static SCORES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+    /// The calling thread's per-run results of decode attention, kept between calls (one
+    /// call per layer and token).
+    static PARTIAL: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Causal grouped-query attention of `n` new tokens at positions `pos..pos + n` over the
@@ -214,7 +218,9 @@ fn attention_runs(
     let span = longest.div_ceil(splits).div_ceil(KEY_LANES) * KEY_LANES;
     // Per piece and query head: maximum, sum, then `hd` weighted sums.
     let part = hd + 2;
-    let mut partial = vec![0f32; n * nkv * splits * group * part];
+    let mut partial = PARTIAL.take();
+    // Every value is written by its piece before the combine reads it.
+    partial.resize(n * nkv * splits * group * part, 0.0);
     let pptr = SendPtr(partial.as_mut_ptr());
     let piece = |item: usize| {
         let split = item % splits;
@@ -276,6 +282,7 @@ fn attention_runs(
             }
         }
     }
+    PARTIAL.set(partial);
 }
 
 super::multiversion! {
