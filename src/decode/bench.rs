@@ -425,11 +425,10 @@ fn at_depth(
     if session.tokens().starts_with(depth) {
         session.truncate(depth.len());
     } else {
+        // Not empty: every session starts with the empty prefix.
         session.clear();
-        if !depth.is_empty() {
-            progress(&format!("fill the cache with {} tokens", depth.len()));
-            session.feed(depth)?;
-        }
+        progress(&format!("fill the cache with {} tokens", depth.len()));
+        session.feed(depth)?;
     }
     Ok(())
 }

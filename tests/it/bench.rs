@@ -18,6 +18,15 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
+/// Asserts that a finished `cairn` run succeeded, showing its stderr when not.
+fn succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A stand-in llama-bench: logs its arguments, then prints one test in llama-bench's JSON
 /// form, 100 tokens/s for prefill and 10 for decode.
 const STAND_IN: &str = r#"echo "$@" >> "$(dirname "$0")/args.log"
@@ -41,11 +50,7 @@ fn vs_llama_bench_runs_it_on_the_same_file_and_threads_after_each_repetition() {
         .arg(&exe)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let l = &report["vs_llama_bench"];
     assert_eq!(l["build"], "abc123");
@@ -165,11 +170,7 @@ fn the_engine_flag_picks_the_forward_pass_and_rejects_unknown_names() {
             .arg(&model)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(&out);
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(report["engine"], engine);
         // On the CPU there is no copy of the logits to time and no GPU memory to read.
@@ -258,11 +259,7 @@ fn a_depth_is_measured_after_that_many_cached_tokens_and_passed_to_llama_bench()
         .arg(&exe)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("tok/s @ d40"), "{table}");
     let log = std::fs::read_to_string(dir.path().join("args.log")).unwrap();
@@ -281,11 +278,7 @@ fn a_depth_is_measured_after_that_many_cached_tokens_and_passed_to_llama_bench()
         .arg(&model)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["depth"], 40);
     assert!(report["decode_tok_s"]["median"].as_f64().unwrap() > 0.0);

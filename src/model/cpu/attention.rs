@@ -21,16 +21,24 @@ pub(super) fn key_floats(positions: usize, width: usize) -> usize {
     positions.div_ceil(KEY_LANES) * KEY_LANES * width
 }
 
+/// The block of the key cache holding positions `16b..16b + 16` of key/value head `kvh`:
+/// `hd × 16` values, dimension-major.
+#[inline(always)]
+fn key_block(keys: &[f32], b: usize, stride: usize, kvh: usize, hd: usize) -> &[f32] {
+    &keys[b * KEY_LANES * stride + kvh * hd * KEY_LANES..][..hd * KEY_LANES]
+}
+
 /// Writes the keys `k` of new tokens (position-major, `kv_heads × hd` each) at positions
 /// `pos..` of the blocked key cache `keys`.
 pub(super) fn store_keys(keys: &mut [f32], k: &[f32], pos: usize, kv_heads: usize, hd: usize) {
     let width = kv_heads * hd;
     for (t, row) in k.chunks_exact(width).enumerate() {
         let j = pos + t;
+        // Block j / 16 holds each head's `hd × 16` values in turn (see [`key_block`]): value d
+        // of the row (head d / hd, dimension d % hd) goes to d·16 + lane.
         let block = &mut keys[(j / KEY_LANES) * KEY_LANES * width..][..KEY_LANES * width];
         let lane = j % KEY_LANES;
         for (d, &x) in row.iter().enumerate() {
-            // Head d / hd, dimension d % hd: at head·hd·16 + dim·16 + lane.
             block[d * KEY_LANES + lane] = x;
         }
     }
@@ -41,7 +49,7 @@ pub(super) fn store_keys(keys: &mut [f32], k: &[f32], pos: usize, kv_heads: usiz
 /// library's `expf` per element does not). Cephes' `expf`: `x = n·ln 2 + r` with `|r| ≤ ln 2 / 2`,
 /// a degree-6 polynomial for `e^r`, and `2^n` written into the exponent bits.
 #[inline(always)]
-pub(super) fn exp_f32(x: f32) -> f32 {
+fn exp_f32(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     // 1.5 · 2^23: adding it rounds to an integer held in the low mantissa bits.
     const ROUND: f32 = 12_582_912.0;
@@ -147,7 +155,7 @@ fn block_scores(q: &[f32], kb: &[f32], scale: f32) -> [f32; KEY_LANES] {
 const SPLIT_MIN: usize = 256;
 
 thread_local! {
-    /// Per-thread scores of a decode piece (taken out while in use).
+    /// Per-thread scores of a piece of decode or prefill attention (taken out while in use).
     static SCORES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
     /// The calling thread's per-run results of decode attention, kept between calls (one
     /// call per layer and token).
@@ -173,34 +181,27 @@ pub(super) fn attention(
             _ => {}
         }
     }
-    attention_rows(q, keys, values, n, pos, c, out)
+    let splits = decode_splits(n, pos, c.kv_heads);
+    attention_rows(q, keys, values, n, pos, c, splits, out)
+}
+
+/// Runs per key/value head for decode attention of `n` tokens at `pos`: enough that every
+/// thread has pieces, none shorter than [`SPLIT_MIN`] keys.
+fn decode_splits(n: usize, pos: usize, kv_heads: usize) -> usize {
+    (2 * pool::global().threads())
+        .div_ceil(n * kv_heads)
+        .min((pos + n).div_ceil(SPLIT_MIN))
+        .max(1)
 }
 
 /// [`attention`] a few tokens at a time: decode, and any head size. A piece of work is one
 /// token, one key/value head with all the query heads that share it (so each key and value
-/// is read once for the group, not once per query head), and one run of keys; each piece
-/// leaves, per query head, its scores' maximum, the sum of their exponentials and the
-/// unnormalised weighted sum of values, and the runs are then combined (as split-K
-/// "flash decoding" does).
-fn attention_rows(
-    q: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    n: usize,
-    pos: usize,
-    c: &HParams,
-    out: &mut [f32],
-) {
-    let splits = (2 * pool::global().threads())
-        .div_ceil(n * c.kv_heads)
-        .min((pos + n).div_ceil(SPLIT_MIN))
-        .max(1);
-    attention_runs(q, keys, values, n, pos, c, splits, out)
-}
-
-/// [`attention_rows`] with each head's keys in `splits` runs (of whole key blocks).
+/// is read once for the group, not once per query head), and one of `splits` runs of its keys
+/// (whole key blocks); each piece leaves, per query head, its scores' maximum, the sum of
+/// their exponentials and the unnormalised weighted sum of values, and the runs are then
+/// combined (as split-K "flash decoding" does).
 #[allow(clippy::too_many_arguments)]
-fn attention_runs(
+fn attention_rows(
     q: &[f32],
     keys: &[f32],
     values: &[f32],
@@ -312,7 +313,7 @@ super::multiversion! {
         let m = j1 - j0;
         scores.resize(group * width, 0.0);
         for b in b0..b1 {
-            let kb = &keys[b * KEY_LANES * stride + kvh * hd * KEY_LANES..][..hd * KEY_LANES];
+            let kb = key_block(keys, b, stride, kvh, hd);
             for g in 0..group {
                 let s = block_scores(&q[g * hd..(g + 1) * hd], kb, scale);
                 let at = g * width + (b - b0) * KEY_LANES;
@@ -368,11 +369,6 @@ const QUERY_TILE: usize = 64;
 /// Query tokens whose outputs are accumulated together (kept in registers).
 const QUERY_GROUP: usize = 4;
 
-thread_local! {
-    /// Per-thread scores of tiled attention (taken out while in use).
-    static TILE: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
 super::multiversion! {
     /// One piece of [`attention_tiled`]: head `h` (key/value head `kvh`) for queries
     /// `i0..i1`, with the per-thread buffer `scores`.
@@ -400,7 +396,7 @@ super::multiversion! {
             let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
             let seen = pos + i + 1;
             for b in 0..seen.div_ceil(KEY_LANES) {
-                let kb = &keys[b * KEY_LANES * stride + kvh * HD * KEY_LANES..][..HD * KEY_LANES];
+                let kb = key_block(keys, b, stride, kvh, HD);
                 let s = block_scores(qv, kb, scale);
                 row[b * KEY_LANES..(b + 1) * KEY_LANES].copy_from_slice(&s);
             }
@@ -462,7 +458,7 @@ fn attention_tiled<const HD: usize>(
         let (h, tile) = (item % nh, item / nh);
         let i0 = tile * QUERY_TILE;
         let i1 = (i0 + QUERY_TILE).min(n);
-        let mut scores = TILE.take();
+        let mut scores = SCORES.take();
         attend_tile::<HD>(
             q,
             keys,
@@ -478,7 +474,7 @@ fn attention_tiled<const HD: usize>(
             &mut scores,
             &optr,
         );
-        TILE.set(scores);
+        SCORES.set(scores);
     };
     pool::global().run(nh * tiles, &piece);
 }
@@ -577,9 +573,10 @@ mod tests {
             let v = values(total * kv_heads * hd, 6);
             let want = reference(&q, &k, &v, n, pos, &c);
             let kb = blocked(&k, kv_heads, hd);
-            for splits in [1, 2, 3, 7] {
+            // Fixed counts, and the one this machine's thread count picks.
+            for splits in [1, 2, 3, 7, decode_splits(n, pos, kv_heads)] {
                 let mut got = vec![0f32; n * heads * hd];
-                attention_runs(&q, &kb, &v, n, pos, &c, splits, &mut got);
+                attention_rows(&q, &kb, &v, n, pos, &c, splits, &mut got);
                 for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                     assert!(
                         (a - b).abs() <= 1e-4 * b.abs().max(1.0),
@@ -587,12 +584,6 @@ mod tests {
                     );
                 }
             }
-            let mut got = vec![0f32; n * heads * hd];
-            attention_rows(&q, &kb, &v, n, pos, &c, &mut got);
-            assert!(got
-                .iter()
-                .zip(&want)
-                .all(|(a, b)| (a - b).abs() <= 1e-4 * b.abs().max(1.0)));
         }
     }
 
@@ -628,7 +619,8 @@ mod tests {
             let mut rows = vec![0f32; n * heads * hd];
             let kb = blocked(&k, kv_heads, hd);
             attention(&q, &kb, &v, n, pos, &c, &mut tiled);
-            attention_rows(&q, &kb, &v, n, pos, &c, &mut rows);
+            let splits = decode_splits(n, pos, kv_heads);
+            attention_rows(&q, &kb, &v, n, pos, &c, splits, &mut rows);
             for (i, (a, b)) in tiled.iter().zip(&rows).enumerate() {
                 assert!(
                     (a - b).abs() <= 1e-4 * b.abs().max(1.0),
