@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use rusqlite::config::DbConfig;
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -34,6 +35,7 @@ use serde_json::Value;
 
 use super::{parse_args, schema_of, Observation, Tool, ToolError};
 
+mod bare;
 mod names;
 pub(crate) use names::name_terms;
 
@@ -150,6 +152,8 @@ pub struct SqlTool {
     complete: bool,
     /// The pattern `query` is decoded under, when there is one.
     pattern: Option<String>,
+    /// The names that need double quotes, which a query may write bare.
+    bare: bare::BareNames,
     options: SqlOptions,
 }
 
@@ -259,6 +263,13 @@ impl SqlTool {
         .map_err(|e| map_open_error(path, &e))?;
         let _ = conn.busy_timeout(Duration::from_millis(250));
         limit_resources(&conn, &options);
+        // A double-quoted name that is no column would otherwise be read as a string: over
+        // `"Order Details"`, the 1.5B model's `SELECT "Product Name", SUM(Quantity) … GROUP BY
+        // "Product ID"` (the name is a column of another table) returned the text "Product
+        // Name" beside the sum, and the model named a product it had seen in a sample row.
+        // Off, it is "no such column", whose hint lists the columns and the join.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DQS_DML, false)
+            .map_err(|e| map_open_error(path, &e))?;
         let schema = read_schema(&conn, &options).map_err(|e| map_open_error(path, &e))?;
         let epoch = Instant::now();
         let deadline = Arc::new(AtomicU64::new(u64::MAX));
@@ -272,15 +283,25 @@ impl SqlTool {
             Some(move || epoch.elapsed().as_nanos() as u64 > d.load(Ordering::Relaxed)),
         )
         .map_err(|e| map_open_error(path, &e))?;
+        // Every (table, column) pair, unless the tables alone are too many to build a pattern
+        // over (their columns are then not read: one PRAGMA per table).
+        let columns: Vec<(String, String)> = if schema.tables.len() <= MAX_PATTERN_NAMES {
+            schema
+                .tables
+                .iter()
+                .flat_map(|t| {
+                    table_columns(&conn, t)
+                        .into_iter()
+                        .map(move |c| (t.clone(), c))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let bare = bare::BareNames::read(&conn, &schema.tables, &columns);
         let pattern = if options.names_pattern && schema.tables.len() <= MAX_PATTERN_NAMES {
             let mut names = schema.tables.clone();
-            for t in &schema.tables {
-                names.extend(
-                    columns_of_named_tables(&conn, t, std::slice::from_ref(t))
-                        .into_iter()
-                        .map(|c| c[t.len() + 1..].to_string()),
-                );
-            }
+            names.extend(columns.iter().map(|(_, c)| c.clone()));
             (names.len() <= MAX_PATTERN_NAMES).then(|| {
                 let pragmas: Vec<&str> = READ_PRAGMAS_WITH_ARG
                     .iter()
@@ -296,6 +317,7 @@ impl SqlTool {
             .map_err(|e| map_open_error(path, &e))?;
         Ok(SqlTool {
             pattern,
+            bare,
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             deadline,
@@ -326,6 +348,7 @@ impl SqlTool {
         let mut out = String::new();
         for t in tables {
             let quoted = quote(t);
+            let name = self.bare.shown(t);
             let columns: Vec<String> = {
                 let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
                 table_columns(&conn, t)
@@ -370,14 +393,14 @@ impl SqlTool {
                 .count() as u64;
             let heading = match count {
                 Some(n) if n > listed && which.is_empty() => {
-                    format!("-- {t}: {listed} of its {n} rows {PARTIAL_SAMPLE}")
+                    format!("-- {name}: {listed} of its {n} rows {PARTIAL_SAMPLE}")
                 }
                 Some(n) if n > listed => {
                     format!(
-                        "-- {t}: {listed} of the {n} rows that hold the task's words {PARTIAL_SAMPLE}"
+                        "-- {name}: {listed} of the {n} rows that hold the task's words {PARTIAL_SAMPLE}"
                     )
                 }
-                _ => format!("-- {t}"),
+                _ => format!("-- {name}"),
             };
             let block = format!("{heading}\n{}\n", shown.trim_end());
             if out.len() + block.len() > max_chars {
@@ -479,6 +502,9 @@ impl SqlTool {
             ))
             .with_hint("send a shorter query"));
         }
+        // Names SQLite reads only in quotes, written bare (`FROM Order`, `Ship Country`).
+        let quoted = self.bare.quote_in(sql);
+        let sql = quoted.as_deref().unwrap_or(sql);
         let result = self.with_deadline(self.options.time_limit, |conn| {
             run_query(conn, sql, &self.options).map(|r| {
                 // Under the same time limit as the query.
@@ -600,6 +626,11 @@ impl SqlTool {
             );
         }
         if let Some(rest) = text.strip_prefix("no such column: ") {
+            // A double-quoted name that is no column (see `open`): SQLite adds a question.
+            let (rest, double_quoted) = match rest.strip_suffix(DQS_QUESTION) {
+                Some(name) => (name, true),
+                None => (rest, false),
+            };
             let cols = columns_of_named_tables(conn, sql, &self.tables);
             let msg = if cols.is_empty() {
                 format!("no such column: {rest}")
@@ -611,7 +642,17 @@ impl SqlTool {
             };
             let hint = alias_hint(conn, sql, &self.tables, rest)
                 .or_else(|| join_hint(conn, sql, &self.tables, rest))
-                .unwrap_or_else(|| "use one of the listed columns".to_string());
+                .unwrap_or_else(|| {
+                    if double_quoted {
+                        let value = rest.trim_matches('"').replace('\'', "''");
+                        format!(
+                            "use one of the listed columns; a text value goes in single quotes \
+                             ('{value}'), double quotes are for names"
+                        )
+                    } else {
+                        "use one of the listed columns".to_string()
+                    }
+                });
             return ToolError::invalid(msg).with_hint(hint);
         }
         if let Some(name) = text.strip_prefix("no such function: ") {
@@ -622,6 +663,9 @@ impl SqlTool {
             .with_hint("fix the query; the tables and their columns are in the tool's description")
     }
 }
+
+/// What SQLite adds to "no such column: \"NAME\"" when the name was double-quoted.
+const DQS_QUESTION: &str = " - should this be a string literal in single-quotes?";
 
 /// The hint for "no such function: NAME": SQLite's way to do what another dialect's
 /// function does, else the functions for dates, numbers and text that it has.
@@ -1345,15 +1389,21 @@ fn foreign_keys(conn: &Connection, table: &str) -> Vec<(String, String, Option<S
     rows.flatten().collect()
 }
 
-/// Whether `sql` names `table` as a whole word (any letter case).
+/// Whether `sql` names `table` as a whole word (any letter case); the keywords of `ORDER BY`
+/// and `GROUP BY` do not name the tables `Order` and `Group`.
 fn names_table(sql: &str, table: &str) -> bool {
     let lower = sql.to_ascii_lowercase();
     let t = table.to_ascii_lowercase();
     lower.match_indices(&t).any(|(i, _)| {
         let before = lower[..i].chars().next_back();
-        let after = lower[i + t.len()..].chars().next();
+        let rest = &lower[i + t.len()..];
         let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-        !part(before) && !part(after)
+        let by = rest
+            .trim_start()
+            .strip_prefix("by")
+            .is_some_and(|r| !part(r.chars().next()))
+            && rest.starts_with(char::is_whitespace);
+        !part(before) && !part(rest.chars().next()) && !by
     })
 }
 
@@ -1674,15 +1724,23 @@ impl Tool for SqlTool {
 
     fn description(&self) -> String {
         let tables = if self.complete {
-            format!("the tables {}", self.tables.join(", "))
+            let shown: Vec<String> = self.tables.iter().map(|t| self.bare.shown(t)).collect();
+            format!("the tables {}", shown.join(", "))
         } else {
             format!("{} tables (not all shown below)", self.tables.len())
+        };
+        let quotes = match self.bare.example() {
+            Some(name) => format!(
+                " Names with spaces or that are SQL keywords go in double quotes, as in {}.",
+                quote(name)
+            ),
+            None => String::new(),
         };
         format!(
             "The user's database (SQLite) with {tables}. Use it for any question about \
              these records (names, prices, amounts, counts, dates). Runs one read-only SQL query \
              and returns the rows as a table (at most {} rows). To answer who or which, select \
-             the name (joining the table that holds it), not only an id. The tables:\n{}",
+             the name (joining the table that holds it), not only an id.{quotes} The tables:\n{}",
             self.options.max_rows, self.schema
         )
     }

@@ -10,7 +10,8 @@
 //!
 //! The pattern is a regular expression in the JSON Schema `pattern` of the tool's `query`
 //! argument, so it constrains the step like any other schema keyword; a table or column whose
-//! name is a keyword or needs quoting can always be written double-quoted.
+//! name is a keyword or needs quoting can always be written double-quoted, and one of several
+//! words also bare (`Ship Country`), which the sql tool quotes before running the query.
 
 /// SQLite keywords a read-only query uses (matched in upper, lower or capitalised form). Type
 /// names (`INTEGER`, `REAL`, …) are not among them: they follow `AS` in a `CAST`, where any
@@ -148,22 +149,54 @@ pub const MAX_WORDS: usize = 80;
 /// The most characters of a string literal.
 pub const MAX_LITERAL_CHARS: usize = 100;
 
-/// A name that can be written without quotes.
-fn is_plain(name: &str) -> bool {
+/// A name that can be written without quotes (unless it is a keyword).
+pub(crate) fn is_plain(name: &str) -> bool {
     let mut c = name.chars();
     c.next()
         .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
         && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
 }
 
-/// `word` as written in upper, lower and capitalised case (duplicates removed).
+/// Whether `name` is words of letters, digits and `_` joined by single spaces (two words or
+/// more, the first starting with a letter or `_`): names that SQLite reads only quoted but
+/// that can be recognised written bare (`Ship Country`), so the pattern admits them bare too
+/// and the sql tool quotes them before the query runs.
+pub(crate) fn is_spaced(name: &str) -> bool {
+    let parts: Vec<&str> = name.split(' ').collect();
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        && parts[0].starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+}
+
+/// `word` as written in upper, lower and capitalised case, and with each of its words
+/// capitalised (duplicates removed).
 fn cases(word: &str) -> Vec<String> {
     let lower = word.to_ascii_lowercase();
     let mut cap = lower.clone();
     if let Some(f) = cap.get_mut(0..1) {
         f.make_ascii_uppercase();
     }
-    let mut out = vec![word.to_string(), word.to_ascii_uppercase(), lower, cap];
+    // Each word capitalised, for names of several words (`Ship Country`).
+    let title = lower
+        .split(' ')
+        .map(|w| {
+            let mut w = w.to_string();
+            if let Some(f) = w.get_mut(0..1) {
+                f.make_ascii_uppercase();
+            }
+            w
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = vec![
+        word.to_string(),
+        word.to_ascii_uppercase(),
+        lower,
+        cap,
+        title,
+    ];
     out.sort();
     out.dedup();
     out
@@ -183,7 +216,7 @@ pub fn query_pattern(names: &[String], pragmas: &[&str]) -> String {
         .chain(SCHEMA_NAMES.iter().copied())
         .chain(pragmas.iter().copied())
     {
-        if is_plain(n) {
+        if is_plain(n) || is_spaced(n) {
             words.extend(cases(n));
         }
         quoted.push(regex::escape(&n.replace('"', "\"\"")));
@@ -288,11 +321,16 @@ mod tests {
     }
 
     #[test]
-    fn names_that_need_quotes_can_be_written_quoted_only() {
+    fn names_that_need_quotes_are_written_quoted_and_names_of_words_also_bare() {
+        // Regression: with `"Ship Country"` admitted only quoted, the 1.5B model's bare
+        // `Ship Country` was decoded as `SH IP COUNT` (an alias, an alias, a function).
         let names = vec!["order items".to_string(), "unit-price".to_string()];
         let p = query_pattern(&names, &[]);
         assert!(matches(&p, "SELECT \"unit-price\" FROM \"order items\""));
-        assert!(!matches(&p, "SELECT unit-price FROM order items"));
+        assert!(matches(&p, "SELECT \"unit-price\" FROM order items"));
+        assert!(matches(&p, "SELECT \"unit-price\" FROM Order Items"));
+        assert!(!matches(&p, "SELECT unit-price FROM \"order items\""));
+        assert!(!matches(&p, "SELECT \"unit-price\" FROM order  items"));
     }
 
     #[test]

@@ -399,6 +399,68 @@ fn a_function_sqlite_lacks_is_answered_with_sqlites_way() {
 }
 
 #[test]
+fn names_sqlite_reads_only_in_quotes_run_when_the_query_writes_them_bare() {
+    // Regression: over a table `"Order"` with a column `"Ship Country"` (an export's names),
+    // the 1.5B model wrote `FROM Order WHERE SH IP COUNT = 'Germany'`: the pattern held only
+    // the quoted column, and `FROM Order` is a syntax error. It answered 0 of 5 questions.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("export.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        r#"CREATE TABLE "Order" ("Order ID" INTEGER PRIMARY KEY, Customer TEXT, "Ship Country" TEXT);
+           CREATE TABLE "Order Details" ("Order ID" INTEGER, "Unit Price" REAL, Quantity INTEGER);
+           INSERT INTO "Order" VALUES (1, 'Alfreds', 'Germany'), (2, 'Bon app', 'France'), (3, 'QUICK', 'Germany');
+           INSERT INTO "Order Details" VALUES (1, 10.0, 2), (1, 2.5, 4), (2, 7.0, 1), (3, 1.0, 3);"#,
+    )
+    .unwrap();
+    drop(conn);
+    let before = std::fs::read(&path).unwrap();
+    let tool = SqlTool::open(&path, SqlOptions::default()).unwrap();
+    let pattern = tool.args_schema()["properties"]["query"]["pattern"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pattern = regex::RegexBuilder::new(&pattern)
+        .size_limit(1 << 30)
+        .build()
+        .unwrap();
+    let reg = sql_registry(&path);
+    for (query, rows) in [
+        (
+            "SELECT COUNT(*) AS n FROM Order WHERE Ship Country = 'Germany'",
+            "n\n2",
+        ),
+        (
+            "SELECT o.Ship Country, SUM(d.Unit Price * d.Quantity) AS total FROM Order o JOIN Order Details d ON d.Order ID = o.Order ID GROUP BY 1 ORDER BY 2 DESC",
+            "Ship Country | total\nGermany | 33\nFrance | 7",
+        ),
+        // Quoted as it should be, and text in literals, are left alone.
+        (
+            r#"SELECT "Customer" FROM "Order" WHERE Customer <> 'Order ID' AND "Ship Country" = 'France'"#,
+            "Customer\nBon app",
+        ),
+    ] {
+        assert!(pattern.is_match(query), "the pattern refuses {query}");
+        assert_eq!(sql(&reg, query).unwrap().text, rows, "{query}");
+    }
+    // What the model reads writes those names as they must be written.
+    let description = tool.description();
+    assert!(
+        description.contains(r#"the tables "Order", "Order Details""#),
+        "{description}"
+    );
+    assert!(description.contains("go in double quotes"), "{description}");
+    let context = tool
+        .context_for("How many orders went to Germany?", None)
+        .unwrap();
+    assert!(context.contains(r#"-- "Order""#), "{context}");
+    // A plain schema gets no such sentence.
+    let plain = SqlTool::open(&shop_db(dir.path()), SqlOptions::default()).unwrap();
+    assert!(!plain.description().contains("double quotes"));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
 fn sample_rows_before_a_task_say_how_many_rows_the_table_has() {
     // Regression: shown three sample rows of the members table, the 1.5B model named the
     // oldest of those three as the oldest member, without a query.

@@ -240,9 +240,9 @@ impl SqlTool {
                     continue;
                 };
                 let heading = if r.text.contains("(no rows)") {
-                    format!("-- {t}: no row has {pk} {key}")
+                    format!("-- {}: no row has {pk} {key}", self.bare.shown(t))
                 } else {
-                    format!("-- {t}: the row whose {pk} is {key}")
+                    format!("-- {}: the row whose {pk} is {key}", self.bare.shown(t))
                 };
                 let block = self.block(conn, &sql, &heading, &r);
                 if out.len() + block.len() > max_chars {
@@ -380,10 +380,14 @@ impl SqlTool {
                 let heading = if h.rows > listed {
                     format!(
                         "-- {}: {listed} of the {} rows that hold {named} {PARTIAL_SAMPLE}",
-                        h.table, h.rows
+                        self.bare.shown(&h.table),
+                        h.rows
                     )
                 } else {
-                    format!("-- {}: every row that holds {named}", h.table)
+                    format!(
+                        "-- {}: every row that holds {named}",
+                        self.bare.shown(&h.table)
+                    )
                 };
                 // The rows their keys point to (a pet's owner).
                 let block = self.block(conn, &sql, &heading, &r);
@@ -459,14 +463,15 @@ impl SqlTool {
                 continue;
             };
             let listed = (count as usize).min(LINKED_ROWS);
+            let shown = self.bare.shown(t);
             let heading = if count as usize > listed {
                 format!(
-                    "-- {t}: {listed} of the {count} rows whose {from} is the {to} of the {} rows above {PARTIAL_SAMPLE}",
+                    "-- {shown}: {listed} of the {count} rows whose {from} is the {to} of the {} rows above {PARTIAL_SAMPLE}",
                     holder.table
                 )
             } else {
                 format!(
-                    "-- {t}: every row whose {from} is the {to} of the {} rows above",
+                    "-- {shown}: every row whose {from} is the {to} of the {} rows above",
                     holder.table
                 )
             };
