@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Re-checks the SQL-based expected answers of the clinic and library suites.
+"""Re-checks the SQL-based expected answers of the clinic, library and trade suites.
 
 For every sql, two_tool and multi_turn task whose answer comes from the database, this runs
 the query that answers it on examples/NAME.sqlite (any arithmetic on the result is done here
@@ -139,6 +139,55 @@ CHECKS = {
             "SELECT m.email FROM loans l JOIN members m ON m.member_no = l.member_no "
             "JOIN books b ON b.book_id = l.book_id WHERE b.title = 'Ice Maps' "
             "ORDER BY l.loan_date DESC LIMIT 1", None),
+    },
+    "trade": {
+        "trade-sql-1": (
+            'SELECT count(*) FROM "Order" o JOIN "Customers" c ON c."Customer ID" = o."Customer ID" '
+            "WHERE c.Country = 'Germany'", None),
+        "trade-sql-2": (
+            'SELECT e."First Name" || \' \' || e."Last Name" FROM "Order" o JOIN "Employees" e '
+            'ON e."Employee ID" = o."Employee ID" GROUP BY e."Employee ID" ORDER BY count(*) DESC LIMIT 1',
+            None),
+        "trade-sql-3": (
+            "SELECT sum(\"Units In Stock\") FROM \"Products\" WHERE Category = 'Condiments'", None),
+        "trade-sql-4": (
+            'SELECT p."Product Name" FROM "Order Details" d JOIN "Products" p '
+            'ON p."Product ID" = d."Product ID" GROUP BY p."Product ID" ORDER BY sum(d.Quantity) DESC LIMIT 1',
+            None),
+        "trade-sql-5": (
+            "SELECT round(sum(Freight), 2) FROM \"Order\" WHERE \"Order Date\" LIKE '2025-03-%'", None),
+        "trade-sql-6": ('SELECT count(*) FROM "Order" WHERE "Shipped Date" IS NULL', None),
+        "trade-sql-7": (
+            'SELECT s."Company Name" FROM "Products" p JOIN "Suppliers" s ON s."Supplier ID" = p."Supplier ID" '
+            "WHERE p.\"Product Name\" = 'Ikura'", None),
+        "trade-sql-8": (
+            "SELECT round(avg(\"Unit Price\"), 2) FROM \"Products\" WHERE Category = 'Beverages'", None),
+        "trade-sql-9": (
+            'SELECT c."Company Name" FROM "Order" o JOIN "Customers" c ON c."Customer ID" = o."Customer ID" '
+            'ORDER BY o."Order Date" DESC LIMIT 1', None),
+        "trade-sql-10": ('SELECT count(*) FROM "Products" WHERE Discontinued = 1', None),
+        "trade-sql-11": (
+            'SELECT "Ship Via" FROM "Order" GROUP BY "Ship Via" ORDER BY count(*) DESC LIMIT 1', None),
+        "trade-sql-12": (
+            'SELECT "First Name" || \' \' || "Last Name" FROM "Employees" ORDER BY "Hire Date" LIMIT 1',
+            None),
+        "trade-two-13": (
+            "SELECT \"Unit Price\" FROM \"Products\" WHERE \"Product Name\" = 'Queso Manchego'",
+            lambda r: 12 * r[0][0]),
+        # discounts.md: VAT is added at 19%
+        "trade-two-14": ("SELECT 200 * 1.19", lambda r: round(r[0][0], 6)),
+        # discounts.md: 10% off a line of 50 units or more
+        "trade-two-15": (
+            "SELECT \"Unit Price\" FROM \"Products\" WHERE \"Product Name\" = 'Chai'",
+            lambda r: round(50 * r[0][0] * 0.9, 6)),
+        # returns.md: the restocking fee is 8% of the returned goods' value
+        "trade-two-16": (
+            'SELECT sum("Unit Price" * Quantity * (1 - Discount)) FROM "Order Details" WHERE "Order ID" = 10252',
+            lambda r: round(r[0][0] * 0.08, 6)),
+        # shipping.md: Speedy Express delivers within Europe in 2 working days
+        "trade-two-17": (
+            'SELECT "Ship Via" FROM "Order" GROUP BY "Ship Via" ORDER BY count(*) DESC LIMIT 1',
+            lambda r: {"Speedy Express": 2, "United Package": 4}[r[0][0]]),
     },
 }
 

@@ -8,8 +8,9 @@
 //! of 5 questions; each failed query came back as "near "Order": syntax error".
 //!
 //! [`BareNames`] is read from the schema when the tool opens. A query is rewritten before it
-//! runs: a name of several words written bare (in any letter case and spacing) is put in
-//! quotes as the schema spells it, and a table or column whose bare name SQLite reads as a
+//! runs: a name of several words written bare (in any letter case and spacing, or with `_`
+//! between its words where the database has no name spelt so) is put in quotes as the schema
+//! spells it, and a table or column whose bare name SQLite reads as a
 //! keyword is quoted where only a name can stand (after `FROM` or `JOIN`, before or after the
 //! dot of a qualified column). Text inside string literals and quoted names is never touched.
 //! The query pattern admits the bare forms ([`super::super::sql_pattern::query_pattern`]), and
@@ -26,7 +27,8 @@ use super::quote;
 #[derive(Debug, Default)]
 pub(super) struct BareNames {
     /// Names of two or more words (`Ship Country`), by their words lowercased and joined with
-    /// one space, to the name as the schema spells it.
+    /// one space (and with `_`, `ship_country`, where that is no name of the database), to the
+    /// name as the schema spells it.
     spaced: HashMap<String, String>,
     /// Matches any of `spaced` written bare: its words in any case, any spacing between them.
     spaced_re: Option<regex::Regex>,
@@ -104,6 +106,21 @@ impl BareNames {
                     .is_ok()
             });
         }
+        // The same words joined by `_` (`hire_date` for `Hire Date`), where no table or column
+        // has that name: the model writes snake case where only any name can stand (after
+        // `ORDER BY`), and `ORDER BY hire_date` was "no such column" three times over.
+        let all: HashSet<String> = tables
+            .iter()
+            .chain(columns.iter().map(|(_, c)| c))
+            .map(|n| n.to_lowercase())
+            .collect();
+        let snake: Vec<(String, String)> = out
+            .spaced
+            .iter()
+            .map(|(key, name)| (key.replace(' ', "_"), name.clone()))
+            .filter(|(s, _)| !all.contains(s))
+            .collect();
+        out.spaced.extend(snake);
         let build = |p: String| regex::Regex::new(&p).ok();
         if !out.spaced.is_empty() {
             // Words, so that `Order IDs` or `xOrder ID` is not taken for `Order ID`.
@@ -296,6 +313,10 @@ mod tests {
             (
                 "SELECT group.from FROM group ORDER BY id",
                 r#"SELECT "group"."from" FROM "group" ORDER BY id"#,
+            ),
+            (
+                "SELECT Ship Country FROM Order ORDER BY ship_country",
+                r#"SELECT "Ship Country" FROM "Order" ORDER BY "Ship Country""#,
             ),
         ];
         for (bare, quoted) in cases {
