@@ -41,7 +41,11 @@ use serde::Serialize;
 pub struct AgentOptions {
     /// The most rounds (decoded steps) of one task; the last one may only be `final_answer`.
     pub max_rounds: usize,
-    /// Consecutive failed rounds (tool errors, cut-off steps) that stop the task.
+    /// Consecutive failed rounds (tool errors, cut-off steps) that stop the task. One more
+    /// than `circuit_threshold` by default, so that a tool whose circuit opens leaves the model
+    /// a round to answer or to use another tool: at three and three, the third failed query in
+    /// a row stopped the task without an answer (the 1.5B model, told which alias to write,
+    /// never got to write it).
     pub max_failed_rounds: usize,
     /// Consecutive failures of one tool that open its circuit (the tool leaves the schema).
     pub circuit_threshold: usize,
@@ -110,7 +114,7 @@ impl Default for AgentOptions {
     fn default() -> Self {
         AgentOptions {
             max_rounds: 8,
-            max_failed_rounds: 3,
+            max_failed_rounds: 4,
             circuit_threshold: 3,
             retry_attempts: 3,
             retry_base: Duration::from_millis(200),

@@ -655,6 +655,12 @@ impl SqlTool {
                 });
             return ToolError::invalid(msg).with_hint(hint);
         }
+        if let Some(column) = text.strip_prefix("ambiguous column name: ") {
+            let hint = ambiguity_hint(conn, sql, &self.tables, column).unwrap_or_else(|| {
+                format!("{column} is in more than one table of the query: write it with its table or alias in front (t.{column})")
+            });
+            return ToolError::invalid(format!("SQL error: {text}")).with_hint(hint);
+        }
         if let Some(name) = text.strip_prefix("no such function: ") {
             return ToolError::invalid(format!("SQL error: {text}"))
                 .with_hint(function_hint(name.trim()));
@@ -1639,6 +1645,35 @@ fn aliases_of(sql: &str, table: &str) -> Vec<String> {
     }
     out.dedup();
     out
+}
+
+/// For "ambiguous column name: col": the tables of the query that have `col`, as the query
+/// calls them, and the qualified names to write. Regression: told only to fix the query, the
+/// 1.5B model's `SELECT GenreId … FROM Track JOIN Genre ON Track.GenreId = Genre.GenreId`
+/// took a round to become `T2.GenreId` with new aliases, and a mistake beside it.
+fn ambiguity_hint(conn: &Connection, sql: &str, tables: &[String], column: &str) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    for t in tables.iter().filter(|t| names_table(sql, t)) {
+        if table_columns(conn, t)
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(column))
+        {
+            for a in aliases_of(sql, t) {
+                if !names.contains(&a) {
+                    names.push(a);
+                }
+            }
+        }
+    }
+    if names.len() < 2 {
+        return None;
+    }
+    let written: Vec<String> = names.iter().map(|n| format!("{n}.{column}")).collect();
+    Some(format!(
+        "{column} is a column of more than one table in the query ({}): write {}",
+        names.join(", "),
+        written.join(" or ")
+    ))
 }
 
 /// For "no such column: T1.col" where `col` is a column of another table the query names

@@ -189,12 +189,38 @@ fn the_circuit_opens_after_consecutive_failures_of_one_tool_and_the_tool_leaves_
 }
 
 #[test]
+fn with_the_defaults_a_tool_turned_off_by_its_circuit_leaves_a_round_to_answer() {
+    // Regression: with the circuit and the failed-rounds stop both at three, the third failed
+    // query in a row stopped the task with no answer; the circuit never got to turn the tool
+    // off and let the model go on.
+    let (mut a, events) = agent(
+        vec![
+            calc("1 +"),
+            calc("2 +"),
+            calc("3 +"),
+            answer("I could not compute it"),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("add", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(r.answer, "I could not compute it");
+    assert_eq!(r.rounds, 4);
+    assert!(events.kinds().iter().any(
+        |k| matches!(k, EventKind::CircuitOpen { tool, failures: 3, .. } if tool == "calculator")
+    ));
+    assert!(!allowed(&a.policy().schemas[3]).contains(&"calculator".to_string()));
+}
+
+#[test]
 fn consecutive_failed_rounds_stop_the_task_with_the_last_error() {
     let (mut a, _) = agent(
         vec![calc("1 +"), calc("2 +"), calc("3 +")],
         registry(vec![]),
         AgentOptions {
             circuit_threshold: 10,
+            max_failed_rounds: 3,
             ..AgentOptions::default()
         },
     );

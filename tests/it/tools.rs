@@ -358,6 +358,26 @@ fn a_result_of_keys_only_shows_the_rows_its_keys_name() {
 }
 
 #[test]
+fn an_ambiguous_column_is_answered_with_the_names_to_write() {
+    // Regression: "ambiguous column name: GenreId" came with "fix the query" only, and the
+    // 1.5B model spent a round on new aliases and made another mistake beside them.
+    let dir = tempfile::tempdir().unwrap();
+    let reg = sql_registry(&shop_db(dir.path()));
+    let e = sql(
+        &reg,
+        "SELECT id, qty FROM orders o JOIN customers c ON c.id = o.customer_id",
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("ambiguous column name: id"),
+        "{}",
+        e.message
+    );
+    let hint = e.hint.as_deref().unwrap_or_default();
+    assert!(hint.contains("write c.id or o.id"), "{hint}");
+}
+
+#[test]
 fn a_function_sqlite_lacks_is_answered_with_sqlites_way() {
     // Regression: told to use MONTH(visit_date), the 1.5B model wrote MOD(...), FLOOR(...) and
     // TRUE(...), which this SQLite build lacks, was told only "fix the query" three times, and

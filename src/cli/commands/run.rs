@@ -40,8 +40,9 @@ pub struct AgentArgs {
     /// The most rounds (steps) of a task; the last one may only give the final answer.
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub max_rounds: usize,
-    /// Consecutive failed rounds that stop a task (stop reason `failures`).
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    /// Consecutive failed rounds that stop a task (stop reason `failures`); one more than
+    /// --circuit-after by default, so a tool turned off leaves a round to answer.
+    #[arg(long, default_value_t = 4, value_name = "N")]
     pub max_failures: usize,
     /// Consecutive failures of one tool that turn it off for the rest of the task.
     #[arg(long, default_value_t = 3, value_name = "N")]
