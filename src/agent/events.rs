@@ -238,6 +238,15 @@ pub enum EventKind {
         /// The end the result showed first.
         shown: String,
     },
+    /// A task asked for one end of a comparison (`most`, `oldest`) and its answer rested on
+    /// sql results of which none compared rows (no ORDER BY, GROUP BY, MAX or MIN); it was
+    /// sent back once, with a query to make.
+    ComparisonCheck {
+        /// The round.
+        round: usize,
+        /// The task's word for the end it asked for.
+        word: String,
+    },
     /// A final answer repeated cairn's own message about a tool (a note of the guards, an
     /// error or its hint) instead of answering, and was sent back once.
     EchoCheck {

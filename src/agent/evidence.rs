@@ -429,10 +429,13 @@ fn quantities(task: &str) -> Vec<(String, f64, bool)> {
 
 /// The amounts the task gives (see [`quantities`]) that nothing the model did used, when its
 /// `answer` gives a number: no tool call's arguments nor reasoning in `uses` holds
-/// the amount (or, for a percent, its fraction or one less or more it). "What does it cost to
-/// board a cat for 6 nights?" answered "18 euros", the price of one night: the answer's
-/// number was in the documents, so no other check saw that a step was left out.
-pub fn unused_quantities(task: &str, answer: &str, uses: &[&str]) -> Vec<String> {
+/// the amount (or, for a percent, its fraction or one less or more it), and no number of the
+/// answer is the amount (or that fraction) times a number `seen` in the tools' results. "What does it cost to board a cat for 6 nights?"
+/// answered "18 euros", the price of one night: the answer's number was in the documents, so
+/// no other check saw that a step was left out. Regression for the last rule: "5 Trail Gloves
+/// would cost 120 euros" (24 euros each, multiplied in the thought) was sent back, and the
+/// model, told to compute from the 5, answered "<No answer>".
+pub fn unused_quantities(task: &str, answer: &str, uses: &[&str], seen: &[&str]) -> Vec<String> {
     let qs = quantities(task);
     if qs.is_empty() {
         return Vec::new();
@@ -448,6 +451,19 @@ pub fn unused_quantities(task: &str, answer: &str, uses: &[&str]) -> Vec<String>
         .flat_map(|u| numbers(u).into_iter().map(|(_, v)| v))
         .collect();
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    let given: Vec<f64> = numbers(answer).into_iter().map(|(_, v)| v).collect();
+    let shown: Vec<f64> = seen
+        .iter()
+        .flat_map(|t| numbers(t).into_iter().map(|(_, v)| v))
+        .collect();
+    // Whether an answer's number is `q` times a shown number. Only a product: with division
+    // too, "They cost 24 euros" (one glove's price, the step left out) passed as a stock of
+    // 120 divided by the 5 gloves.
+    let derived = |q: f64| {
+        shown
+            .iter()
+            .any(|&x| given.iter().any(|&a| close(a, q * x)))
+    };
     qs.into_iter()
         .filter(|(_, v, percent)| {
             let forms = if *percent {
@@ -456,6 +472,10 @@ pub fn unused_quantities(task: &str, answer: &str, uses: &[&str]) -> Vec<String>
                 vec![*v]
             };
             !used.iter().any(|&u| forms.iter().any(|&f| close(u, f)))
+                && !forms
+                    .iter()
+                    .skip(usize::from(*percent))
+                    .any(|&f| derived(f))
         })
         .map(|(shown, _, _)| shown)
         .collect()
@@ -597,6 +617,55 @@ pub fn order_message(said: &str, shown: &str) -> String {
          first and stops after its first rows: what it shows is the {shown}. Query again \
          ordered the other way (ASC for DESC, DESC for ASC), then give the final_answer from \
          that result.]"
+    )
+}
+
+/// Words of a task that ask for one end of a comparison between rows ("Which customer has
+/// spent the most?"). `most` and `least` count only where they are not "at most" and "at
+/// least".
+const SUPERLATIVES: &[&str] = &[
+    "most", "least", "highest", "lowest", "largest", "smallest", "biggest", "greatest", "fewest",
+    "oldest", "youngest", "newest", "latest", "earliest", "longest", "shortest", "cheapest",
+    "dearest", "top", "maximum", "minimum",
+];
+
+/// The first word of `task` that asks for one end of a comparison (`most`, `oldest`), if any.
+pub fn superlative(task: &str) -> Option<&'static str> {
+    let lower = task.to_lowercase();
+    SUPERLATIVES.iter().copied().find(|w| {
+        lower.match_indices(w).any(|(i, _)| {
+            let before = lower[..i].chars().next_back();
+            let after = lower[i + w.len()..].chars().next();
+            let whole = !before.is_some_and(char::is_alphanumeric)
+                && !after.is_some_and(char::is_alphanumeric);
+            whole && !lower[..i].trim_end().ends_with(" at") && !lower[..i].trim_end().eq("at")
+        })
+    })
+}
+
+/// Whether `query` compares rows: it orders them, groups them, or takes a maximum or
+/// minimum (in a subquery too).
+pub fn compares_rows(query: &str) -> bool {
+    let q = query.to_ascii_uppercase();
+    let words: Vec<&str> = q
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .any(|w| matches!(w, ["ORDER" | "GROUP", "BY"]))
+        || words.iter().any(|w| matches!(*w, "MAX" | "MIN"))
+}
+
+/// What the loop tells the model when the task asks for the `word` of something and no query
+/// of the task compared rows.
+pub fn comparison_message(word: &str) -> String {
+    format!(
+        "[check: the task asks for the {word}, but no query so far compared the rows: the \
+         results above are rows picked before any comparison, so they cannot show which is the \
+         {word}. Query the table so that it compares them (ORDER BY the value with LIMIT 1, \
+         or MAX/MIN, or GROUP BY with an aggregate and ORDER BY it), then give the \
+         final_answer from that result.]"
     )
 }
 
@@ -743,18 +812,41 @@ mod tests {
     fn an_amount_of_the_task_that_no_calculation_used_is_named() {
         let task = "What does it cost to board a cat at the clinic for 6 nights?";
         assert_eq!(
-            unused_quantities(task, "For 6 nights it is 18 euros.", &[]),
+            unused_quantities(
+                task,
+                "For 6 nights it is 18 euros.",
+                &[],
+                &["Boarding a cat costs 18 euros a night."]
+            ),
             ["6 nights"]
         );
         // Used by a calculator call, or by the reasoning: fine.
-        assert!(unused_quantities(task, "108 euros", &[r#"{"expression":"18 * 6"}"#]).is_empty());
-        assert!(unused_quantities(task, "108 euros", &["18 * 6 = 108\nAnswer: 108"]).is_empty());
+        assert!(
+            unused_quantities(task, "108 euros", &[r#"{"expression":"18 * 6"}"#], &[]).is_empty()
+        );
+        assert!(
+            unused_quantities(task, "108 euros", &["18 * 6 = 108\nAnswer: 108"], &[]).is_empty()
+        );
         // An answer with no number is not a computed result.
-        assert!(unused_quantities("Name 3 dog breeds.", "Poodle, Beagle, Boxer", &[]).is_empty());
+        assert!(
+            unused_quantities("Name 3 dog breeds.", "Poodle, Beagle, Boxer", &[], &[]).is_empty()
+        );
         // A percent is used by its fraction or what is left after it.
         let task = "Rex has to lose 15% of his weight. What should his target weight be?";
-        assert_eq!(unused_quantities(task, "34 kg", &[]), ["15%"]);
-        assert!(unused_quantities(task, "28.9 kg", &["34 * 0.85"]).is_empty());
+        assert_eq!(
+            unused_quantities(task, "34 kg", &[], &["weight_kg\n34"]),
+            ["15%"]
+        );
+        assert!(unused_quantities(task, "28.9 kg", &["34 * 0.85"], &[]).is_empty());
+        // Worked out in the head from a shown number, by one operation: used.
+        assert!(unused_quantities(task, "28.9 kg", &[], &["weight_kg\n34"]).is_empty());
+        let task = "How much would 5 Trail Gloves cost?";
+        let seen = ["name | price | stock\nTrail Gloves | 24 | 120"];
+        assert!(unused_quantities(task, "5 Trail Gloves cost 120 euros.", &[], &seen).is_empty());
+        assert_eq!(
+            unused_quantities(task, "They cost 24 euros.", &[], &seen),
+            ["5 Trail"]
+        );
     }
 
     #[test]
@@ -772,12 +864,17 @@ mod tests {
             "How many visits took place in April? Use MONTH(visit_date) = 4 in the query.",
         ] {
             assert!(
-                unused_quantities(task, "It is 48 euros.", &[]).is_empty(),
+                unused_quantities(task, "It is 48 euros.", &[], &[]).is_empty(),
                 "{task}"
             );
         }
         assert_eq!(
-            unused_quantities("What would 3 Helmet Pro cost?", "89.9 euros", &[]),
+            unused_quantities(
+                "What would 3 Helmet Pro cost?",
+                "89.9 euros",
+                &[],
+                &["Helmet Pro | 89.9"]
+            ),
             ["3 Helmet"]
         );
     }
@@ -797,6 +894,27 @@ mod tests {
     fn the_message_names_the_numbers() {
         assert!(check_message(&["240".into()]).contains("240 in your answer does not appear"));
         assert!(check_message(&["1".into(), "2".into()]).contains("If they come from arithmetic"));
+    }
+
+    #[test]
+    fn superlatives_and_queries_that_compare_rows_are_told_apart() {
+        assert_eq!(
+            superlative("Which customer has spent the most in total?"),
+            Some("most")
+        );
+        assert_eq!(superlative("Who is the oldest member?"), Some("oldest"));
+        assert_eq!(superlative("List at most 3 books."), None);
+        assert_eq!(superlative("At least how many loans are open?"), None);
+        assert_eq!(superlative("How many almost-new books are there?"), None);
+        assert!(compares_rows("SELECT name FROM t ORDER BY x DESC LIMIT 1"));
+        assert!(compares_rows("SELECT a, SUM(b) FROM t GROUP  BY a"));
+        assert!(compares_rows(
+            "SELECT name FROM t WHERE dob = (SELECT min(dob) FROM t)"
+        ));
+        assert!(!compares_rows(
+            "SELECT FirstName FROM customer WHERE CustomerId = 1"
+        ));
+        assert!(!compares_rows("SELECT max_price FROM t"));
     }
 
     #[test]

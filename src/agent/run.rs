@@ -97,6 +97,8 @@ struct Rounds {
     echo_checked: bool,
     /// Whether an answer was sent back for naming the other end of an order.
     order_checked: bool,
+    /// Whether an answer was sent back for a comparison no query made.
+    comparison_checked: bool,
     /// The worked example shown before the task, if any.
     example: Option<&'static super::examples::Example>,
     /// Whether an answer was sent back for words copied from the worked example.
@@ -518,6 +520,7 @@ impl<P: Policy> Agent<P> {
             must_query: false,
             echo_checked: false,
             order_checked: false,
+            comparison_checked: false,
             example,
             example_checked: false,
             plan_rounds: 0,
@@ -1105,6 +1108,36 @@ impl<P: Policy> Agent<P> {
                 return Ok(self.send_back(run, st, done, "order_check", observation));
             }
         }
+        if self.options.evidence_check && !last_round && !st.comparison_checked {
+            // A task that asks for one end of a comparison ("spent the most"), answered from sql
+            // results of which none compared rows. Regression: asked which customer spent the
+            // most, the 1.5B model took the customer of the first sampled invoice and queried
+            // that customer's name (`WHERE CustomerId = 1`).
+            let queries: Vec<&str> = run
+                .result
+                .tool_calls
+                .iter()
+                .filter(|c| c.ok && c.tool == crate::tools::sql::NAME)
+                .filter_map(|c| c.args["query"].as_str())
+                .collect();
+            if let (Some(word), false) = (
+                super::evidence::superlative(task),
+                queries.is_empty() || queries.iter().any(|q| super::evidence::compares_rows(q)),
+            ) {
+                st.comparison_checked = true;
+                st.must_query = true;
+                st.must_call = true;
+                let observation = super::evidence::comparison_message(word);
+                self.emit(
+                    run.start,
+                    EventKind::ComparisonCheck {
+                        round,
+                        word: word.to_string(),
+                    },
+                );
+                return Ok(self.send_back(run, st, done, "comparison_check", observation));
+            }
+        }
         if self.options.evidence_check && !last_round && !st.evidence_checked {
             // What the model was told apart from the tools: the task, facts, earlier turns.
             let mut told: Vec<&str> = vec![task];
@@ -1156,7 +1189,12 @@ impl<P: Policy> Agent<P> {
                         .chain(checked.shown.iter().cloned())
                         .collect();
                     let uses: Vec<&str> = uses.iter().map(String::as_str).collect();
-                    let unused = super::evidence::unused_quantities(task, &answer, &uses);
+                    let seen: Vec<&str> = notes
+                        .iter()
+                        .copied()
+                        .chain(rounds.iter().map(|(_, o)| *o))
+                        .collect();
+                    let unused = super::evidence::unused_quantities(task, &answer, &uses, &seen);
                     st.must_call = !unused.is_empty();
                     (!unused.is_empty()).then(|| {
                         let message = super::evidence::unused_message(&unused);

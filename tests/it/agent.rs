@@ -936,6 +936,60 @@ fn an_answer_from_sample_rows_is_sent_back_to_a_round_that_may_only_query() {
     );
 }
 
+/// Regression: asked which customer spent the most, the 1.5B model took the customer of the
+/// first sampled invoice and queried that customer's name (`WHERE CustomerId = 1`), a result
+/// the evidence check could not fault. An answer to a task that asks for one end of a
+/// comparison, resting on sql results of which none compared rows, goes back once to a round
+/// that may only query; one that ordered the rows stands.
+#[test]
+fn a_superlative_answered_from_rows_no_query_compared_is_sent_back_to_query() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("spend.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE customer (id INTEGER PRIMARY KEY, name TEXT);
+         CREATE TABLE invoice (id INTEGER PRIMARY KEY, customer_id INTEGER, total REAL);
+         INSERT INTO customer VALUES (1, 'Luis'), (2, 'Helena'), (3, 'Bjorn');
+         INSERT INTO invoice VALUES (1, 1, 0.99), (2, 2, 12.5), (3, 2, 16.3), (4, 3, 4.0);",
+    )
+    .unwrap();
+    drop(conn);
+    let ordered = "SELECT c.name, SUM(i.total) AS s FROM invoice i JOIN customer c ON c.id = i.customer_id GROUP BY c.name ORDER BY s DESC LIMIT 1";
+    let run = |first: &str| {
+        let (mut a, events) = agent(
+            vec![
+                step("sql", json!({ "query": first })),
+                answer("The customer who spent the most is the one above."),
+                step("sql", json!({ "query": ordered })),
+                answer("Helena spent the most."),
+            ],
+            registry(vec![Arc::new(
+                SqlTool::open(&db, SqlOptions::default()).unwrap(),
+            )]),
+            AgentOptions::default(),
+        );
+        let r = a.run_task("Which customer has spent the most in total?", None);
+        let (mut checked, mut allowed) = (Vec::new(), Vec::new());
+        for k in events.kinds() {
+            match k {
+                EventKind::ComparisonCheck { word, .. } => checked.push(word),
+                EventKind::Prompt { allowed: a, .. } => allowed.push(a),
+                _ => {}
+            }
+        }
+        (r, checked, allowed)
+    };
+    let (r, checked, allowed) = run("SELECT name FROM customer WHERE id = 1");
+    assert_eq!((r.answer.as_str(), r.rounds), ("Helena spent the most.", 4));
+    assert_eq!(checked, ["most"]);
+    assert_eq!(allowed[2], ["sql"], "{allowed:?}");
+    // The rows were compared: the answer stands at once.
+    let (r, checked, _) = run(ordered);
+    assert_eq!(r.rounds, 2);
+    assert!(checked.is_empty());
+}
+
 /// Regression (issue 19): "I lost my copy of The River Oracle. How much do I have to pay?" was
 /// answered "The book is in the Blue Hall, but I don't know how many seats it has": the worked
 /// example's hall. An answer holding words of the example's own data that the task and its
