@@ -289,10 +289,12 @@ fn words(text: &str) -> Vec<String> {
 pub fn choose(task: &str, tools: &[ToolInfo]) -> Option<&'static Example> {
     let have: HashSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let named = named_tools(task, tools);
+    let numbers = holds_number(task);
     let usable: Vec<&Example> = BANK
         .iter()
         .filter(|e| e.tools.iter().all(|t| have.contains(t)))
         .filter(|e| named.is_empty() || e.tools.iter().all(|t| named.contains(t)))
+        .filter(|e| numbers || !computes_alone(e))
         .collect();
     let docs: Vec<Vec<String>> = usable
         .iter()
@@ -324,6 +326,34 @@ pub fn choose(task: &str, tools: &[ToolInfo]) -> Option<&'static Example> {
     }
     best.map(|(_, i)| usable[i])
         .or_else(|| BANK.iter().find(|e| e.name == FALLBACK))
+}
+
+/// Whether `e` works only with the task's own numbers (a word problem, arithmetic: it calls
+/// the calculator or reasons, and looks nothing up).
+fn computes_alone(e: &Example) -> bool {
+    !e.tools.is_empty()
+        && e.tools
+            .iter()
+            .all(|t| matches!(*t, "calculator" | "reason"))
+}
+
+/// Words that stand for a number in a task ("twice", "a dozen", "three").
+const NUMBER_WORDS: &[&str] = &[
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "fifteen", "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "million",
+    "dozen", "half", "twice", "double", "triple", "quarter", "third",
+];
+
+/// Whether `task` holds a number, in digits or in words: with none, there is nothing for a
+/// word problem's arithmetic to work on. Regression: "How many rounds does a task get by
+/// default at most?" (over the user's documents) ranked the bakery's word problem first on
+/// "how many", and the 1.5B model answered "45 rolls" without searching.
+fn holds_number(task: &str) -> bool {
+    task.chars().any(|c| c.is_ascii_digit())
+        || task
+            .to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| NUMBER_WORDS.contains(&w))
 }
 
 /// The names of `tools` that `task` names as a tool: a name holding a `.`, `_` or `-`
@@ -469,6 +499,17 @@ mod tests {
         let calc_reason = [info("calculator"), info("reason")];
         assert_eq!(name("What is 17 * 23?", &calc_reason), Some("arithmetic"));
         assert_eq!(name("What is 1200 / 16?", &calc_reason), Some("arithmetic"));
+        // A task without a number is shown no word problem: there is nothing to compute.
+        let docs = [info("calculator"), info("search"), info("reason")];
+        let rounds = name("How many rounds does a task get by default at most?", &docs);
+        assert_eq!(rounds, Some("search"));
+        assert_eq!(
+            name(
+                "How many rolls does a bakery sell if it bakes twice a day?",
+                &docs
+            ),
+            Some("word_problem_reasoned")
+        );
     }
 
     #[test]
