@@ -343,7 +343,13 @@ impl Policy for ModelPolicy {
         max_tokens: usize,
     ) -> Result<Decoded, AgentError> {
         let mut constraint = self.constraint(schema)?;
-        self.run(messages, max_tokens, Some(&mut constraint))
+        let out = self.run(messages, max_tokens, Some(&mut constraint));
+        if out.is_err() {
+            // Regression: a lexer that ran out of fuel in one step failed every later step of
+            // every later task with the same schema, all sharing it.
+            self.decoder.forget_constraint(&schema.to_string());
+        }
+        out
     }
 
     /// Prose only: the grammar forbids braces, so a model used to answering in JSON steps
@@ -377,7 +383,13 @@ impl Policy for ModelPolicy {
         let side = self.side();
         let ids = side.model().clone().prompt_ids(messages)?;
         let start = Instant::now();
-        let g = side.generate(&ids, max_tokens, Some(&mut constraint))?;
+        let g = match side.generate(&ids, max_tokens, Some(&mut constraint)) {
+            Ok(g) => g,
+            Err(e) => {
+                self.decoder.forget_constraint(&schema.to_string());
+                return Err(e.into());
+            }
+        };
         let mask_ms = mask_ms(&constraint);
         let complete = !g.incomplete;
         Ok(Some(decoded(g, ids.len(), start, mask_ms, complete)))

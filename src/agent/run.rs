@@ -1120,9 +1120,16 @@ impl<P: Policy> Agent<P> {
                 .filter(|c| c.ok && c.tool == crate::tools::sql::NAME)
                 .filter_map(|c| c.args["query"].as_str())
                 .collect();
-            if let (Some(word), false) = (
+            // Only while the sql tool is still on: the round after may only query.
+            let sql_on = st
+                .guards
+                .allowed(&st.infos, false)
+                .iter()
+                .any(|t| t.name == crate::tools::sql::NAME);
+            if let (Some(word), false, true) = (
                 super::evidence::superlative(task),
                 queries.is_empty() || queries.iter().any(|q| super::evidence::compares_rows(q)),
+                sql_on,
             ) {
                 st.comparison_checked = true;
                 st.must_query = true;

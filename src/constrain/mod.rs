@@ -114,6 +114,10 @@ fn read(path: &Path) -> Result<String, ConstraintError> {
     })
 }
 
+/// The lexer fuel of one token's mask (llguidance's `step_lexer_fuel`; its default is
+/// 200 000).
+pub const STEP_LEXER_FUEL: u64 = 2_000_000;
+
 /// Compiles schemas and grammars into [`Constraint`]s for one model. Build it once per model:
 /// the trie and llguidance's token-class tables take a moment for a 150k vocabulary.
 #[derive(Clone)]
@@ -139,6 +143,12 @@ impl ConstraintCompiler {
             ParserFactory::new_simple(&env).map_err(|e| ConstraintError::Vocab(e.to_string()))?;
         // Problems come back as errors; llguidance should not print to our stderr.
         factory.quiet();
+        // The lexer work one token's mask may take. At llguidance's default (200 000, about
+        // 15 ms) the query pattern of a database with names of several words (admitted bare:
+        // `Order ID` is also `Order` then `ID`) ran out in the middle of a task, and every
+        // later step failed with "too many expressions constructed". Ten times that is still
+        // a bound (about 0.15 s), reached only by such tokens.
+        factory.limits_mut().step_lexer_fuel = STEP_LEXER_FUEL;
         Ok(ConstraintCompiler {
             factory: Arc::new(factory),
             vocab,

@@ -147,6 +147,12 @@ impl Decoder {
         Ok(c)
     }
 
+    /// Drops the constraint cached under `key`, so that its next use compiles it anew. After
+    /// a constraint failed while decoding: its clones share the lexer, whose error stays.
+    pub fn forget_constraint(&mut self, key: &str) {
+        self.constraints.remove(key);
+    }
+
     /// The logits of the token after the prompt `ids`, and how many of its tokens the KV
     /// cache already held: the prompt is run (reusing the cache's common prefix) and kept, so
     /// a [`Decoder::generate`] on the same ids that follows starts from it without running it
