@@ -427,15 +427,12 @@ fn default_preset_writes_valid_agent_steps() {
     eprintln!("actions: {actions:?}");
 }
 
-/// Issue 19: the sql tool's query is decoded under a pattern built from the live database's
-/// own names. The pattern compiles inside a step schema, and whatever a random-weight model
-/// writes under it validates and names only tables and columns the database has (and SQLite
-/// functions): a made-up column or another dialect's function cannot be decoded.
-#[test]
-fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
+/// The sql tool's argument schema over the example database at `db` (relative to the
+/// project), and its query pattern as a regex.
+fn sql_args_and_pattern(db: &str) -> (Value, regex::Regex) {
     use cairn::tools::sql::{SqlOptions, SqlTool};
     use cairn::tools::Tool;
-    let db = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/shop.sqlite");
+    let db = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(db);
     let tool = SqlTool::open(&db, SqlOptions::default()).expect("open the example database");
     let args = tool.args_schema();
     let pattern = args["properties"]["query"]["pattern"]
@@ -446,6 +443,16 @@ fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
         .size_limit(1 << 30)
         .build()
         .expect("the pattern is a valid regex");
+    (args, re)
+}
+
+/// Issue 19: the sql tool's query is decoded under a pattern built from the live database's
+/// own names. The pattern compiles inside a step schema, and whatever a random-weight model
+/// writes under it validates and names only tables and columns the database has (and SQLite
+/// functions): a made-up column or another dialect's function cannot be decoded.
+#[test]
+fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
+    let (args, re) = sql_args_and_pattern("examples/shop.sqlite");
     // Every word of a decoded query: keywords, functions, short aliases and these names.
     let words = regex::Regex::new(r"'(?:[^']|'')*'|[A-Za-z_][A-Za-z0-9_]*").unwrap();
     // The validator checks the rest of the schema (it cannot compile a pattern this large);
@@ -523,19 +530,7 @@ fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
 /// the test guards the pattern, not the fuel.)
 #[test]
 fn queries_over_names_that_need_quotes_decode_under_the_pattern() {
-    use cairn::tools::sql::{SqlOptions, SqlTool};
-    use cairn::tools::Tool;
-    let db = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/trade.sqlite");
-    let tool = SqlTool::open(&db, SqlOptions::default()).expect("open the example database");
-    let args = tool.args_schema();
-    let pattern = args["properties"]["query"]["pattern"]
-        .as_str()
-        .expect("the query has a pattern")
-        .to_string();
-    let re = regex::RegexBuilder::new(&pattern)
-        .size_limit(1 << 30)
-        .build()
-        .expect("the pattern is a valid regex");
+    let (args, re) = sql_args_and_pattern("examples/trade.sqlite");
     assert!(re.is_match(
         "SELECT COUNT(*) FROM Order o JOIN Customers c ON c.Customer ID = o.Customer ID WHERE c.Country = 'Germany'"
     ));
