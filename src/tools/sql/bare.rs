@@ -47,6 +47,18 @@ pub(super) struct BareNames {
     example: Option<String>,
 }
 
+/// Whether SQLite knows `name` as a keyword (any case). Many keywords still work as names
+/// (`key`, `action`), so only these are tried bare: a prepare per keyword-named table or
+/// column at open, not one per name of the database.
+fn is_keyword(name: &str) -> bool {
+    let Ok(len) = std::os::raw::c_int::try_from(name.len()) else {
+        return false;
+    };
+    // SAFETY: SQLite reads `len` bytes of `name`, which outlives the call; the function has
+    // no other effect.
+    unsafe { rusqlite::ffi::sqlite3_keyword_check(name.as_ptr().cast(), len) != 0 }
+}
+
 /// `words` as one alternation, longest first, each word escaped and `\s+` between words.
 fn alternation<'a>(words: impl Iterator<Item = &'a String>) -> String {
     let mut alts: Vec<String> = words
@@ -63,7 +75,8 @@ fn alternation<'a>(words: impl Iterator<Item = &'a String>) -> String {
 
 impl BareNames {
     /// Reads which of `tables` and their `columns` (`(table, column)` pairs) need quotes. A
-    /// plain name needs them when SQLite cannot prepare a query that writes it bare.
+    /// plain name needs them when it is an SQLite keyword and SQLite cannot prepare a query
+    /// that writes it bare.
     pub(super) fn read(conn: &Connection, tables: &[String], columns: &[(String, String)]) -> Self {
         let mut out = BareNames::default();
         // Whether the name was a keyword one.
@@ -81,7 +94,7 @@ impl BareNames {
                 out.quoted.insert(lower);
             } else if !is_plain(name) {
                 out.quoted.insert(lower);
-            } else if !bare_ok() {
+            } else if is_keyword(name) && !bare_ok() {
                 out.keywords.insert(lower.clone(), name.to_string());
                 out.quoted.insert(lower);
                 out.example.get_or_insert_with(|| name.to_string());
