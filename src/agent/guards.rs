@@ -51,9 +51,14 @@ impl Guards {
         }
         infos
             .iter()
-            .filter(|t| !self.open.contains(&t.name) && !self.benched.contains(&t.name))
+            .filter(|t| self.is_on(&t.name))
             .map(|t| StepTool::new(t.name.clone(), t.args_schema.clone()))
             .collect()
+    }
+
+    /// Whether `tool` may still be called this task (its circuit closed, not benched).
+    pub fn is_on(&self, tool: &str) -> bool {
+        !self.open.contains(tool) && !self.benched.contains(tool)
     }
 
     /// A repeat of an earlier call (`key`, to `tool`): counts it, benches the tool and returns

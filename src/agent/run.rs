@@ -1121,11 +1121,8 @@ impl<P: Policy> Agent<P> {
                 .filter_map(|c| c.args["query"].as_str())
                 .collect();
             // Only while the sql tool is still on: the round after may only query.
-            let sql_on = st
-                .guards
-                .allowed(&st.infos, false)
-                .iter()
-                .any(|t| t.name == crate::tools::sql::NAME);
+            let sql_on = st.infos.iter().any(|t| t.name == crate::tools::sql::NAME)
+                && st.guards.is_on(crate::tools::sql::NAME);
             if let (Some(word), false, true) = (
                 super::evidence::superlative(task),
                 queries.is_empty() || queries.iter().any(|q| super::evidence::compares_rows(q)),

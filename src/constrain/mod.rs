@@ -143,11 +143,12 @@ impl ConstraintCompiler {
             ParserFactory::new_simple(&env).map_err(|e| ConstraintError::Vocab(e.to_string()))?;
         // Problems come back as errors; llguidance should not print to our stderr.
         factory.quiet();
-        // The lexer work one token's mask may take. At llguidance's default (200 000, about
-        // 15 ms) the query pattern of a database with names of several words (admitted bare:
-        // `Order ID` is also `Order` then `ID`) ran out in the middle of a task, and every
-        // later step failed with "too many expressions constructed". Ten times that is still
-        // a bound (about 0.15 s), reached only by such tokens.
+        // The lexer work one token's mask may take. At llguidance's default (200 000; about
+        // 15 ms by its own figure of 14 000 a millisecond, not measured here) the query pattern
+        // of a database with names of several words (admitted bare: `Order ID` is also `Order`
+        // then `ID`) ran out in the middle of a task, and every later step failed with "too
+        // many expressions constructed". Ten times that is still a bound (about 0.15 s by the
+        // same figure); it costs time only where a mask needs the work.
         factory.limits_mut().step_lexer_fuel = STEP_LEXER_FUEL;
         Ok(ConstraintCompiler {
             factory: Arc::new(factory),

@@ -446,6 +446,31 @@ fn sql_args_and_pattern(db: &str) -> (Value, regex::Regex) {
     (args, re)
 }
 
+/// The sql arguments a random-weight model writes under `args` (the tool's schema with its
+/// pattern) with 40 seeds at temperature 1, each as (seed, value), the incomplete ones left
+/// out; every query that completes matches `re`, and at least 5 complete.
+fn sampled_queries(
+    lm: &LoadedModel,
+    compiler: &ConstraintCompiler,
+    args: &Value,
+    re: &regex::Regex,
+) -> Vec<(u64, Value)> {
+    let spec = ConstraintSpec::JsonSchema(args.clone());
+    let mut out = Vec::new();
+    for seed in 0..40u64 {
+        let g = run(lm, compiler, &spec, "q:", 80, hot(seed));
+        if g.incomplete {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&g.text).expect("JSON");
+        let q = value["query"].as_str().unwrap();
+        assert!(re.is_match(q), "seed {seed}: {q}");
+        out.push((seed, value));
+    }
+    assert!(out.len() >= 5, "only {} of 40 queries completed", out.len());
+    out
+}
+
 /// Issue 19: the sql tool's query is decoded under a pattern built from the live database's
 /// own names. The pattern compiles inside a step schema, and whatever a random-weight model
 /// writes under it validates and names only tables and columns the database has (and SQLite
@@ -473,17 +498,10 @@ fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
             "step",
         )
         .expect("the step schema with the sql pattern compiles");
-    let spec = ConstraintSpec::JsonSchema(args.clone());
-    let mut complete = 0;
-    for seed in 0..40u64 {
-        let g = run(&lm, &compiler, &spec, "q:", 80, hot(seed));
-        if g.incomplete {
-            continue;
-        }
-        let value: Value = serde_json::from_str(&g.text).expect("JSON");
-        assert!(validator.is_valid(&value), "seed {seed}: {}", g.text);
+    let queries = sampled_queries(&lm, &compiler, &args, &re);
+    for (seed, value) in &queries {
+        assert!(validator.is_valid(value), "seed {seed}: {value}");
         let q = value["query"].as_str().unwrap();
-        assert!(re.is_match(q), "seed {seed}: {q}");
         for w in words.find_iter(q).map(|m| m.as_str()) {
             if w.starts_with('\'') || w.len() <= 2 {
                 continue;
@@ -502,9 +520,7 @@ fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
                 "seed {seed}: {q} names {w}"
             );
         }
-        complete += 1;
     }
-    assert!(complete >= 5, "only {complete} of 40 queries completed");
     // And the pattern itself refuses what the issue saw the models write (the column is
     // `quantity` here, the date `ordered_on`), and takes the real names.
     for bad in [
@@ -537,19 +553,7 @@ fn queries_over_names_that_need_quotes_decode_under_the_pattern() {
     let (_dir, path) = tiny_model(&TinySpec::qwen2());
     let lm = load(&path);
     let compiler = compiler(&lm);
-    let spec = ConstraintSpec::JsonSchema(args.clone());
-    let mut complete = 0;
-    for seed in 0..40u64 {
-        let g = run(&lm, &compiler, &spec, "q:", 80, hot(seed));
-        if g.incomplete {
-            continue;
-        }
-        let value: Value = serde_json::from_str(&g.text).expect("JSON");
-        let q = value["query"].as_str().unwrap();
-        assert!(re.is_match(q), "seed {seed}: {q}");
-        complete += 1;
-    }
-    assert!(complete >= 5, "only {complete} of 40 queries completed");
+    sampled_queries(&lm, &compiler, &args, &re);
 }
 
 /// Issue 20: an array the definition leaves unbounded gets `maxItems` when cairn builds a

@@ -79,45 +79,33 @@ impl BareNames {
     /// that writes it bare.
     pub(super) fn read(conn: &Connection, tables: &[String], columns: &[(String, String)]) -> Self {
         let mut out = BareNames::default();
-        // Whether the name was a keyword one.
-        let mut note = |name: &str, bare_ok: &dyn Fn() -> bool| -> bool {
-            let lower = name.to_lowercase();
-            if let Some(known) = out.keywords.get(&lower) {
-                return known == name;
-            }
-            if out.quoted.contains(&lower) {
-                return false;
-            }
-            let before = out.quoted.len();
-            if is_spaced(name) {
-                out.spaced.insert(lower.clone(), name.to_string());
-                out.quoted.insert(lower);
-            } else if !is_plain(name) {
-                out.quoted.insert(lower);
-            } else if is_keyword(name) && !bare_ok() {
-                out.keywords.insert(lower.clone(), name.to_string());
-                out.quoted.insert(lower);
-                out.example.get_or_insert_with(|| name.to_string());
-                return true;
-            }
-            if out.quoted.len() > before {
-                out.example.get_or_insert_with(|| name.to_string());
-            }
-            false
-        };
         let mut keyword_tables = Vec::new();
-        for t in tables {
-            if note(t, &|| {
-                conn.prepare(&format!("SELECT 1 FROM {t} LIMIT 0")).is_ok()
-            }) {
-                keyword_tables.push(t.to_lowercase());
+        let names = tables
+            .iter()
+            .map(|t| (t, None))
+            .chain(columns.iter().map(|(t, c)| (c, Some(t))));
+        for (name, table) in names {
+            let lower = name.to_lowercase();
+            if out.quoted.contains(&lower) {
+                continue;
             }
-        }
-        for (t, c) in columns {
-            note(c, &|| {
-                conn.prepare(&format!("SELECT {c} FROM {} LIMIT 0", quote(t)))
-                    .is_ok()
-            });
+            if is_spaced(name) {
+                out.spaced.insert(lower.clone(), name.clone());
+            } else if is_plain(name) {
+                let bare = match table {
+                    None => format!("SELECT 1 FROM {name} LIMIT 0"),
+                    Some(t) => format!("SELECT {name} FROM {} LIMIT 0", quote(t)),
+                };
+                if !is_keyword(name) || conn.prepare(&bare).is_ok() {
+                    continue;
+                }
+                out.keywords.insert(lower.clone(), name.clone());
+                if table.is_none() {
+                    keyword_tables.push(lower.clone());
+                }
+            }
+            out.quoted.insert(lower);
+            out.example.get_or_insert_with(|| name.clone());
         }
         // The same words joined by `_` (`hire_date` for `Hire Date`), where no table or column
         // has that name: the model writes snake case where only any name can stand (after
