@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 pub use super::kernels::Layout;
-use super::kernels::{self, Format, Isa, KFormat, Q8KRow, Q8Row, AMX_TILE, QK, QK_K};
+use super::kernels::{self, Format, Isa, KFormat, Q8KRow, Q8Row, AMX_TILE, KTILE, QK, QK_K};
 
 /// The bytes of a matrix: owned, or a range of a memory-mapped file.
 pub enum Bytes {
@@ -387,8 +387,10 @@ impl QMatrix {
     /// Rows `r0..r1` of a K-quant matrix for every token: eight tokens at a time with
     /// AVX-512, whose 32 registers hold eight tokens' sums (each row's unpacked nibbles and
     /// scales then serve twice as many tokens: the 1.5B preset's pp512 went from 73–75 to
-    /// 77–78 tok/s on a 2-core AMD EPYC with AVX-512), four otherwise. Each token's sum is
-    /// computed in the same order whatever the tile, so the results do not change with it.
+    /// 77–78 tok/s on a 2-core AMD EPYC with AVX-512), read from the tile layout
+    /// ([`kernels::KTilePtrs`]); four otherwise, and for the tokens past the last whole tile.
+    /// Each token's sum is computed in the same order whatever the tile, so the results do
+    /// not change with it.
     ///
     /// # Safety
     /// As for [`QMatrix::rows_into`]; the activations carry the K layout.
@@ -408,6 +410,20 @@ impl QMatrix {
         let blocks = self.cols / QK_K;
         let wide = isa >= Isa::Avx512Vnni;
         let mut t0 = 0;
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            for tile in 0..acts.ktiles {
+                let x = acts.ktile(tile);
+                for r in r0..r1 {
+                    let y =
+                        kernels::dot_k_tile_raw(isa, format, base.add(r * row_bytes), blocks, &x);
+                    for (t, v) in y.into_iter().enumerate() {
+                        *out.add((t0 + t) * stride + r) = v;
+                    }
+                }
+                t0 += KTILE;
+            }
+        }
         while t0 < acts.n {
             // Tiles of eight where there are eight left (AVX-512), else of up to four.
             let tb = match acts.n - t0 {
@@ -510,6 +526,10 @@ struct RowOut {
     kbs: *mut i16,
     kbs32: *mut i16,
     kb32: *mut f32,
+    tq: *mut i8,
+    td: *mut f32,
+    tbs: *mut i16,
+    tbs32: *mut i16,
 }
 // SAFETY: rows are disjoint; see `Acts::quantize`.
 unsafe impl Sync for RowOut {}
@@ -588,6 +608,13 @@ pub struct Acts {
     kbs32: Vec<i16>,
     /// The K layout's sums per 32 values as floats (AMX only).
     kb32: Vec<f32>,
+    /// The first `ktiles` whole tiles of eight tokens again in the tile layout
+    /// ([`kernels::KTilePtrs`]), for the AVX-512 K-quant prefill kernels.
+    tq: Vec<i8>,
+    td: Vec<f32>,
+    tbs: Vec<i16>,
+    tbs32: Vec<i16>,
+    ktiles: usize,
     made: Needs,
     pairs: bool,
     /// Quantized for AMX: every buffer holds the rows of `n` rounded up to whole tiles of
@@ -648,6 +675,18 @@ impl Acts {
         self.kbs.resize(kl * held * nk * 16, 0);
         self.kbs32.resize(kl * held * nk * 8, 0);
         self.kb32.resize(k32 * held * nk * 8, 0.0);
+        // The tile layout where the AVX-512 K-quant kernels run it (AMX prefill reads the
+        // rows as they are).
+        self.ktiles = if self.made.k && isa >= Isa::Avx512Vnni && !self.amx {
+            n / KTILE
+        } else {
+            0
+        };
+        let tn = self.ktiles * KTILE;
+        self.tq.resize(tn * cols, 0);
+        self.td.resize(tn * nk, 0.0);
+        self.tbs.resize(tn * nk * 16, 0);
+        self.tbs32.resize(tn * nk * 8, 0);
         let out = RowOut {
             qs: self.qs.as_mut_ptr(),
             d: self.d.as_mut_ptr(),
@@ -660,6 +699,10 @@ impl Acts {
             kbs: self.kbs.as_mut_ptr(),
             kbs32: self.kbs32.as_mut_ptr(),
             kb32: self.kb32.as_mut_ptr(),
+            tq: self.tq.as_mut_ptr(),
+            td: self.td.as_mut_ptr(),
+            tbs: self.tbs.as_mut_ptr(),
+            tbs32: self.tbs32.as_mut_ptr(),
         };
         let out = &out; // captured whole (it is Sync), not field by field
         let (bc, bnb, kc, knk) = (bl * cols, bl * nb, kl * cols, kl * nk);
@@ -684,7 +727,28 @@ impl Acts {
                     std::slice::from_raw_parts_mut(out.kbs.add(t * knk * 16), knk * 16),
                     std::slice::from_raw_parts_mut(out.kbs32.add(t * knk * 8), knk * 8),
                     std::slice::from_raw_parts_mut(out.kb32.add(t * k8), k8),
-                )
+                );
+                if t < tn {
+                    // The token's place in its tile: disjoint from every other token's.
+                    let tile = t / KTILE;
+                    kernels::put_k_tile(
+                        &Q8KRow {
+                            qs: std::slice::from_raw_parts(out.kqs.add(t * kc), kc),
+                            d: std::slice::from_raw_parts(out.kd.add(t * knk), knk),
+                            bsums: std::slice::from_raw_parts(out.kbs.add(t * knk * 16), knk * 16),
+                            bsums32: std::slice::from_raw_parts(
+                                out.kbs32.add(t * knk * 8),
+                                knk * 8,
+                            ),
+                        },
+                        nk,
+                        t % KTILE,
+                        out.tq.add(tile * KTILE * cols),
+                        out.td.add(tile * KTILE * nk),
+                        out.tbs.add(tile * KTILE * nk * 16),
+                        out.tbs32.add(tile * KTILE * nk * 8),
+                    );
+                }
             }
         };
         super::pool::for_rows(n, &one);
@@ -717,6 +781,18 @@ impl Acts {
                 bsums32: &self.kbs32[t * nk * 8..(t + 1) * nk * 8],
             }
         }))
+    }
+
+    /// Tile `tile` of the tile layout (see [`Acts::ktiles`]).
+    #[cfg(target_arch = "x86_64")]
+    fn ktile(&self, tile: usize) -> kernels::KTilePtrs {
+        let (c, nk) = (self.cols, self.cols / QK_K);
+        kernels::KTilePtrs {
+            qs: self.tq[tile * KTILE * c..].as_ptr(),
+            d: self.td[tile * KTILE * nk..].as_ptr(),
+            bsums: self.tbs[tile * KTILE * nk * 16..].as_ptr(),
+            bsums32: self.tbs32[tile * KTILE * nk * 8..].as_ptr(),
+        }
     }
 
     /// Tokens `t0..t0 + 16` for the AMX kernels of `layout` (see [`Acts::amx`]).

@@ -15,7 +15,8 @@
 //!
 //! The K-quants (Q4_K, Q6_K) are computed on their stored 256-value super-blocks against
 //! activations quantized as ggml's Q8_K ([`Q8KRow`]), with AVX-512 (64 values per
-//! instruction, `vpmaddubsw` + `vpdpwssd`), AVX2 and scalar kernels.
+//! instruction, `vpmaddubsw` + `vpdpwssd`), AVX2 and scalar kernels. AVX-512 prefill reads
+//! eight tokens at a time from a tile layout of the activations ([`KTilePtrs`]).
 //!
 //! On CPUs with Intel AMX, prefill (16 tokens or more) runs on AMX-INT8 tiles instead
 //! ([`amx`]): 16 tokens by 16 weight rows per instruction, for every format here.
@@ -538,6 +539,90 @@ impl<const T: usize> KPtrs<T> {
             bsums: std::array::from_fn(|t| x[t].bsums.as_ptr()),
             bsums32: std::array::from_fn(|t| x[t].bsums32.as_ptr()),
         }
+    }
+}
+
+/// Tokens per tile of the K activations' tile layout ([`put_k_tile`]), which the AVX-512
+/// prefill kernels read.
+pub const KTILE: usize = 8;
+
+/// [`KTILE`] tokens' [`Q8KRow`] activations laid out so that a kernel reads them from one
+/// base pointer per part with constant offsets, and a part of all the tokens in one load: per
+/// super-block `b`, the quantized values as `qs[b][j][t][64]` (the `j`-th 64 values of token
+/// `t`), then `d[b][t]`, `bsums[b][t][16]` and `bsums32[b][t][8]`. With one pointer per token
+/// per part (32 for a tile) the AVX-512 kernel spilled them, and its per-token epilogue
+/// (a scalar product, a broadcast and a conversion for each token) was as long as its
+/// multiplies.
+#[derive(Clone, Copy)]
+pub struct KTilePtrs {
+    /// `blocks · KTILE · 256` quantized values.
+    pub qs: *const i8,
+    /// `blocks · KTILE` scales.
+    pub d: *const f32,
+    /// `blocks · KTILE · 16` sums of 16 values.
+    pub bsums: *const i16,
+    /// `blocks · KTILE · 8` sums of 32 values.
+    pub bsums32: *const i16,
+}
+
+/// Writes token `t` (of a tile, `t < KTILE`) of `x` into a tile of `blocks` super-blocks
+/// whose parts start at `qs`, `d`, `bsums` and `bsums32` (see [`KTilePtrs`]).
+///
+/// # Safety
+/// `x` must hold `blocks` super-blocks, and each part must be valid for writes of a whole
+/// tile of `blocks` super-blocks; tokens of one tile may be written from several threads, as
+/// their places do not overlap.
+pub unsafe fn put_k_tile(
+    x: &Q8KRow,
+    blocks: usize,
+    t: usize,
+    qs: *mut i8,
+    d: *mut f32,
+    bsums: *mut i16,
+    bsums32: *mut i16,
+) {
+    debug_assert!(t < KTILE);
+    for b in 0..blocks {
+        for j in 0..QK_K / 64 {
+            std::ptr::copy_nonoverlapping(
+                x.qs.as_ptr().add(b * QK_K + 64 * j),
+                qs.add(((b * 4 + j) * KTILE + t) * 64),
+                64,
+            );
+        }
+        *d.add(b * KTILE + t) = x.d[b];
+        std::ptr::copy_nonoverlapping(
+            x.bsums.as_ptr().add(b * 16),
+            bsums.add((b * KTILE + t) * 16),
+            16,
+        );
+        std::ptr::copy_nonoverlapping(
+            x.bsums32.as_ptr().add(b * 8),
+            bsums32.add((b * KTILE + t) * 8),
+            8,
+        );
+    }
+}
+
+/// One K-quant weight row against a tile of [`KTILE`] tokens in the tile layout
+/// ([`KTilePtrs`]): the same results, to the last bit, as [`dot_k_raw`] on the same tokens.
+///
+/// # Safety
+/// As for [`dot_k_raw`], with the tile holding `blocks` super-blocks; `isa` must be AVX-512
+/// VNNI or above (the only kernels that read this layout).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub unsafe fn dot_k_tile_raw(
+    isa: Isa,
+    format: KFormat,
+    row: *const u8,
+    blocks: usize,
+    x: &KTilePtrs,
+) -> [f32; KTILE] {
+    debug_assert!(isa >= Isa::Avx512Vnni);
+    match format {
+        KFormat::Q4K => avx512::dot_q4k_tile(row, blocks, x),
+        KFormat::Q6K => avx512::dot_q6k_tile(row, blocks, x),
     }
 }
 

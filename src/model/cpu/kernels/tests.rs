@@ -436,6 +436,62 @@ fn avx512_and_avx2_k_quant_kernels_agree_to_the_last_bit() {
     }
 }
 
+/// The tile layout's kernels ([`KTilePtrs`]) give what the per-token AVX-512 kernels give
+/// for the same eight tokens, to the last bit (and so what AVX2 gives): prefill on a tile
+/// must not change a greedy text. Rows of 1 to 35 super-blocks; skipped without AVX-512.
+#[test]
+fn k_quant_tile_kernels_agree_with_the_per_token_kernels_to_the_last_bit() {
+    if !Isa::all_supported().contains(&Isa::Avx512Vnni) {
+        return;
+    }
+    let mut rng = Rng(0x7_1e5);
+    for format in [KFormat::Q4K, KFormat::Q6K] {
+        for blocks in [1, 2, 6, 35] {
+            let w = random_k_row(format, blocks, &mut rng);
+            let acts: Vec<KActs> = (0..KTILE)
+                .map(|_| random_k_acts(blocks, &mut rng))
+                .collect();
+            let x: [Q8KRow; KTILE] = std::array::from_fn(|t| k_row(&acts[t]));
+            let mut qs = vec![0i8; blocks * QK_K * KTILE];
+            let mut d = vec![0f32; blocks * KTILE];
+            let mut bsums = vec![0i16; blocks * 16 * KTILE];
+            let mut bsums32 = vec![0i16; blocks * 8 * KTILE];
+            for (t, row) in x.iter().enumerate() {
+                // SAFETY: each part holds a whole tile of `blocks` super-blocks.
+                unsafe {
+                    put_k_tile(
+                        row,
+                        blocks,
+                        t,
+                        qs.as_mut_ptr(),
+                        d.as_mut_ptr(),
+                        bsums.as_mut_ptr(),
+                        bsums32.as_mut_ptr(),
+                    )
+                };
+            }
+            let tile = KTilePtrs {
+                qs: qs.as_ptr(),
+                d: d.as_ptr(),
+                bsums: bsums.as_ptr(),
+                bsums32: bsums32.as_ptr(),
+            };
+            // SAFETY: the row and the tile hold `blocks` super-blocks; AVX-512 checked above.
+            let got = unsafe { dot_k_tile_raw(Isa::Avx512Vnni, format, w.as_ptr(), blocks, &tile) };
+            let want = dot_k(Isa::Avx512Vnni, format, &w, &x);
+            assert_eq!(
+                got.map(f32::to_bits),
+                want.map(f32::to_bits),
+                "{format:?} {blocks}"
+            );
+            assert_eq!(
+                got.map(f32::to_bits),
+                dot_k(Isa::Avx2, format, &w, &x).map(f32::to_bits)
+            );
+        }
+    }
+}
+
 /// The AMX prefill path against the scalar kernel, through the matmul: every stored format
 /// (every byte pattern of the blocks), rows of whole tiles and not (the last piece of a
 /// 40-row matrix takes the AVX-512 kernels), widths of one to 35 super-blocks, and token
