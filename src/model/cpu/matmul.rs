@@ -389,8 +389,8 @@ impl QMatrix {
     /// scales then serve twice as many tokens: the 1.5B preset's pp512 went from 73–75 to
     /// 77–78 tok/s on a 2-core AMD EPYC with AVX-512), read from the tile layout
     /// ([`kernels::KTilePtrs`]); four otherwise, and for the tokens past the last whole tile.
-    /// Each token's sum is computed in the same order whatever the tile, so the results do
-    /// not change with it.
+    /// Every kernel gives the scalar kernel's result to the last bit, so the results do not
+    /// change with the tile.
     ///
     /// # Safety
     /// As for [`QMatrix::rows_into`]; the activations carry the K layout.
@@ -415,11 +415,8 @@ impl QMatrix {
             for tile in 0..acts.ktiles {
                 let x = acts.ktile(tile);
                 for r in r0..r1 {
-                    let y =
-                        kernels::dot_k_tile_raw(isa, format, base.add(r * row_bytes), blocks, &x);
-                    for (t, v) in y.into_iter().enumerate() {
-                        *out.add((t0 + t) * stride + r) = v;
-                    }
+                    let (row, dst) = (base.add(r * row_bytes), out.add(t0 * stride + r));
+                    kernels::dot_k_tile_raw(isa, format, row, blocks, &x, dst, stride);
                 }
                 t0 += KTILE;
             }

@@ -2,6 +2,7 @@
 //! kernel reuses for a lone last block. Every function here needs the features its
 //! attribute names; callers check them with [`super::Isa::detect`].
 
+use super::scalar::{q4k_step, q6k_step};
 use super::{Format, KFormat, KPtrs, XPtrs, QK, QK_K};
 use std::arch::x86_64::*;
 
@@ -242,36 +243,38 @@ unsafe fn pick16(i: i32) -> __m256i {
     _mm256_set1_epi16((((i + 1) << 8) | i) as i16)
 }
 
-/// Q4_K's minimum term of one super-block and token, added to `acc`: the activations' eight
-/// sums of 32 values at `bsums32` against the eight 6-bit minimums, times `scale` (dmin · the
-/// activations' scale). Shared by the AVX2 and AVX-512 kernels, so that both sum in the same
-/// order.
+/// Q4_K's exact minimum total of one super-block and token: the activations' eight sums of
+/// 32 values at `bsums32` against the eight 6-bit minimums.
 #[inline(always)]
-pub(super) unsafe fn q4k_mins(
-    mins: __m128i,
-    bsums32: *const i16,
-    scale: f32,
-    acc: __m128,
-) -> __m128 {
+pub(super) unsafe fn q4k_mins(mins: __m128i, bsums32: *const i16) -> i32 {
     // Summed once per token at quantization (pairs of the 16-value sums, added here per row
     // and token before: 1.5B prefill +6-10% on a Zen 4).
     let sums = _mm_loadu_si128(bsums32 as *const __m128i);
-    let prod = _mm_madd_epi16(mins, sums);
-    _mm_fmadd_ps(_mm_set1_ps(scale), _mm_cvtepi32_ps(prod), acc)
+    hsum_i32x4(_mm_madd_epi16(mins, sums))
 }
 
-/// The sum of the four lanes of `v`.
+/// The sum of the four 32-bit lanes of `v` (exact, wrapping).
 #[inline(always)]
-pub(super) unsafe fn hsum4(v: __m128) -> f32 {
-    let m = _mm_add_ps(v, _mm_movehl_ps(v, v));
-    _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)))
+pub(super) unsafe fn hsum_i32x4(v: __m128i) -> i32 {
+    let v = _mm_add_epi32(v, _mm_unpackhi_epi64(v, v));
+    let v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0b01));
+    _mm_cvtsi128_si32(v)
+}
+
+/// The sum of the eight 32-bit lanes of `v` (exact, wrapping).
+#[inline(always)]
+pub(super) unsafe fn hsum_i32(v: __m256i) -> i32 {
+    hsum_i32x4(_mm_add_epi32(
+        _mm256_castsi256_si128(v),
+        _mm256_extracti128_si256(v, 1),
+    ))
 }
 
 /// Q4_K weights against Q8_K activations for `T` tokens: per 64 values one load of packed
 /// nibbles, split into two sub-blocks, each multiplied with the activations
-/// (`vpmaddubsw`) and weighted by its 6-bit scale (`vpmaddwd`) into 32-bit sums; one
-/// conversion and one fused multiply-add per super-block. The minimums meet the
-/// activations' 16-value sums once per super-block.
+/// (`vpmaddubsw`) and weighted by its 6-bit scale (`vpmaddwd`) into 32-bit sums. Per
+/// super-block, the sums' exact total and the minimums' (against the activations' sums of 32
+/// values) take the scalar kernel's float step, so the result is its own to the last bit.
 #[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_q4k<const T: usize>(
@@ -279,8 +282,7 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
     blocks: usize,
     x: &KPtrs<T>,
 ) -> [f32; T] {
-    let mut acc = [_mm256_setzero_ps(); T];
-    let mut accm = [_mm_setzero_ps(); T];
+    let mut acc = [0f32; T];
     let low4 = _mm256_set1_epi8(0x0F);
     for b in 0..blocks {
         let blk = p.add(b * KFormat::Q4K.block_bytes());
@@ -310,23 +312,18 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
             }
         }
         for t in 0..T {
-            let dx = *x.d[t].add(b);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            accm[t] = q4k_mins(mins, x.bsums32[t].add(b * 8), dmin * dx, accm[t]);
+            let m = q4k_mins(mins, x.bsums32[t].add(b * 8));
+            acc[t] = q4k_step(acc[t], d, dmin, *x.d[t].add(b), hsum_i32(sumi[t]), m);
         }
     }
-    let mut out = [0f32; T];
-    for t in 0..T {
-        out[t] = hsum(acc[t]) - hsum4(accm[t]);
-    }
-    out
+    acc
 }
 
 /// Q6_K weights against Q8_K activations for `T` tokens: per 128 values, 64 bytes of low
 /// nibbles and 32 of high bit pairs make four runs of 32 unsigned 6-bit values; each is
 /// multiplied with the activations (`vpmaddubsw`) and weighted by its two 16-value scales
 /// (`vpmaddwd`). The −32 offset of the values is taken out once per super-block with the
-/// activations' 16-value sums.
+/// activations' 16-value sums; the exact total takes the scalar kernel's float step.
 #[allow(clippy::needless_range_loop)] // `t` indexes several per-token arrays at once
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_q6k<const T: usize>(
@@ -334,7 +331,7 @@ pub(super) unsafe fn dot_q6k<const T: usize>(
     blocks: usize,
     x: &KPtrs<T>,
 ) -> [f32; T] {
-    let mut acc = [_mm256_setzero_ps(); T];
+    let mut acc = [0f32; T];
     let low4 = _mm256_set1_epi8(0x0F);
     let bits = |m: i8| _mm256_set1_epi8(m);
     for b in 0..blocks {
@@ -423,13 +420,8 @@ pub(super) unsafe fn dot_q6k<const T: usize>(
             }
         }
         for t in 0..T {
-            let dx = *x.d[t].add(b);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+            acc[t] = q6k_step(acc[t], d, *x.d[t].add(b), hsum_i32(sumi[t]));
         }
     }
-    let mut out = [0f32; T];
-    for t in 0..T {
-        out[t] = hsum(acc[t]);
-    }
-    out
+    acc
 }

@@ -4,7 +4,8 @@
 //! Every function here needs the features its attribute names; callers check them with
 //! [`super::Isa::detect`].
 
-use super::avx2::{half, hsum, hsum4, prefetch, q4k_mins, scales_mins_q4k, unpack};
+use super::avx2::{half, hsum, prefetch, q4k_mins, scales_mins_q4k, unpack};
+use super::scalar::{q4k_step, q6k_step};
 use super::{Format, KFormat, KPtrs, KTilePtrs, XPtrs, KTILE, QK, QK_K, V512};
 use std::arch::x86_64::*;
 
@@ -278,8 +279,7 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
     blocks: usize,
     x: &KPtrs<T>,
 ) -> [f32; T] {
-    let mut acc = [_mm256_setzero_ps(); T];
-    let mut accm = [_mm_setzero_ps(); T];
+    let mut acc = [0f32; T];
     let low4 = _mm512_set1_epi8(0x0F);
     let index = load_index(&Q4K_SCALE_INDEX);
     for b in 0..blocks {
@@ -309,17 +309,12 @@ pub(super) unsafe fn dot_q4k<const T: usize>(
             }
         }
         for t in 0..T {
-            let dx = *x.d[t].add(b);
-            let sum8 = fold(sumi[t]);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sum8), acc[t]);
-            accm[t] = q4k_mins(mins, x.bsums32[t].add(b * 8), dmin * dx, accm[t]);
+            let m = q4k_mins(mins, x.bsums32[t].add(b * 8));
+            let sum = _mm512_reduce_add_epi32(sumi[t]);
+            acc[t] = q4k_step(acc[t], d, dmin, *x.d[t].add(b), sum, m);
         }
     }
-    let mut out = [0f32; T];
-    for t in 0..T {
-        out[t] = hsum(acc[t]) - hsum4(accm[t]);
-    }
-    out
+    acc
 }
 
 /// Q6_K weights against Q8_K activations for `T` tokens, as [`super::avx2`]'s kernel but 64
@@ -335,7 +330,7 @@ pub(super) unsafe fn dot_q6k<const T: usize>(
     blocks: usize,
     x: &KPtrs<T>,
 ) -> [f32; T] {
-    let mut acc = [_mm256_setzero_ps(); T];
+    let mut acc = [0f32; T];
     let low4 = _mm512_set1_epi8(0x0F);
     let bits = |m: i8| _mm512_set1_epi8(m);
     let index = load_index(&Q6K_SCALE_INDEX);
@@ -381,72 +376,11 @@ pub(super) unsafe fn dot_q6k<const T: usize>(
             }
         }
         for t in 0..T {
-            let dx = *x.d[t].add(b);
-            let sum8 = fold(sumi[t]);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sum8), acc[t]);
+            let total = _mm512_reduce_add_epi32(sumi[t]);
+            acc[t] = q6k_step(acc[t], d, *x.d[t].add(b), total);
         }
     }
-    let mut out = [0f32; T];
-    for t in 0..T {
-        out[t] = hsum(acc[t]);
-    }
-    out
-}
-
-/// `vpermps` indices that spread a tile's eight per-token scales (in the low eight lanes) over
-/// a pair of tokens' sixteen lanes: lanes 0–7 take token `2i`, lanes 8–15 token `2i + 1`.
-static PAIR_INDEX: [[i32; 16]; 4] = {
-    let mut out = [[0i32; 16]; 4];
-    let mut i = 0;
-    while i < 4 {
-        let mut l = 0;
-        while l < 16 {
-            out[i][l] = (2 * i + l / 8) as i32;
-            l += 1;
-        }
-        i += 1;
-    }
-    out
-};
-
-/// `vpermps` indices that spread a tile's eight per-token scales over four tokens' four
-/// lanes each: lanes `4k..4k + 4` take token `4h + k`.
-static QUAD_INDEX: [[i32; 16]; 2] = {
-    let mut out = [[0i32; 16]; 2];
-    let mut h = 0;
-    while h < 2 {
-        let mut l = 0;
-        while l < 16 {
-            out[h][l] = (4 * h + l / 4) as i32;
-            l += 1;
-        }
-        h += 1;
-    }
-    out
-};
-
-/// Two tokens' sixteen 32-bit sums, each folded to eight as [`fold`] does (the same integer
-/// sums), side by side: token `a` in lanes 0–7, token `b` in lanes 8–15.
-#[inline(always)]
-unsafe fn fold_pair(a: __m512i, b: __m512i) -> __m512i {
-    _mm512_add_epi32(
-        _mm512_shuffle_i64x2(a, b, 0b01_00_01_00),
-        _mm512_shuffle_i64x2(a, b, 0b11_10_11_10),
-    )
-}
-
-/// Each token's sums of a tile, from the pair accumulators (token `2i` in the low half of
-/// `acc[i]`, `2i + 1` in the high half), added as [`super::avx2::hsum`] adds them.
-#[inline(always)]
-unsafe fn tile_sums(acc: &[__m512; 4]) -> [f32; KTILE] {
-    std::array::from_fn(|t| {
-        let a = acc[t / 2];
-        hsum(if t % 2 == 0 {
-            _mm512_castps512_ps256(a)
-        } else {
-            _mm512_extractf32x8_ps(a, 1)
-        })
-    })
+    acc
 }
 
 /// `vpdpwssd` as written. Through the intrinsic, LLVM's generic tuning splits it into
@@ -467,132 +401,234 @@ unsafe fn dpwssd(acc: __m512i, a: __m512i, b: __m512i) -> __m512i {
     acc
 }
 
-/// [`dot_q4k`] for a tile of [`KTILE`] tokens in the tile layout ([`KTilePtrs`]): the same
-/// multiplies, with the per-super-block epilogue done for two tokens per 512-bit register
-/// (the scales of all eight tokens in one load and one product) and the minimums for four.
-/// Every lane computes what the lane of [`dot_q4k`] computes, so the results are the same to
-/// the last bit. (Two rows per call, each token's activations loaded once for both, ran
-/// at 0.57x: the 16 sums and their operands spill out of the 32 registers.)
-#[allow(clippy::needless_range_loop)] // `j` indexes the weights, the scales and the tile
+/// Index vectors of the tile kernels' reduction ([`tile_totals`]): the even and the odd lanes
+/// of two vectors (`vpermt2d`).
+static EVEN_ODD: [[i32; 16]; 2] = {
+    let mut out = [[0i32; 16]; 2];
+    let mut l = 0;
+    while l < 16 {
+        out[0][l] = 2 * l as i32;
+        out[1][l] = 2 * l as i32 + 1;
+        l += 1;
+    }
+    out
+};
+
+/// Adjacent lanes of `a` then of `b` added: `[a0 + a1, a2 + a3, …, b0 + b1, …]`.
+#[inline(always)]
+unsafe fn pair_sums(a: __m512i, b: __m512i) -> __m512i {
+    let even = _mm512_loadu_si512(EVEN_ODD[0].as_ptr() as *const _);
+    let odd = _mm512_loadu_si512(EVEN_ODD[1].as_ptr() as *const _);
+    _mm512_add_epi32(
+        _mm512_permutex2var_epi32(a, even, b),
+        _mm512_permutex2var_epi32(a, odd, b),
+    )
+}
+
+/// Eight tokens' integer totals from four vectors of two tokens' eight lanes each
+/// (`v[i]`: token `2i` in lanes 0–7, `2i + 1` in 8–15), token `t` in lane `t`.
+#[inline(always)]
+unsafe fn tile_totals(v: [__m512i; 4]) -> __m256i {
+    let four = [pair_sums(v[0], v[1]), pair_sums(v[2], v[3])];
+    quad_totals(four)
+}
+
+/// Eight tokens' integer totals from two vectors of four tokens' four lanes each.
+#[inline(always)]
+unsafe fn quad_totals(v: [__m512i; 2]) -> __m256i {
+    let two = pair_sums(v[0], v[1]);
+    let one = _mm512_add_epi32(two, _mm512_shuffle_epi32(two, _MM_PERM_CDAB));
+    _mm512_cvtepi64_epi32(one)
+}
+
+/// The qword indices of the tile layout's `j`-th 64 values in a Q4_K super-block's 128
+/// bytes of nibbles (two registers, `vpermt2d`): lane `l` takes the four values `16l + 4j..`,
+/// of sub-block `l / 2`, from chunk `l / 4` (low nibbles for even sub-blocks, high for odd).
+static Q4K_TILE_INDEX: [[i32; 16]; 4] = {
+    let mut out = [[0i32; 16]; 4];
+    let mut j = 0;
+    while j < 4 {
+        let mut l = 0;
+        while l < 16 {
+            out[j][l] = ((l / 4) * 8 + 4 * (l % 2) + j) as i32;
+            l += 1;
+        }
+        j += 1;
+    }
+    out
+};
+
+/// [`Q4K_TILE_INDEX`]'s shift per lane: 4 for the high nibbles (odd sub-blocks).
+static Q4K_TILE_SHIFT: [i32; 16] = {
+    let mut out = [0i32; 16];
+    let mut l = 0;
+    while l < 16 {
+        out[l] = 4 * ((l / 2) % 2) as i32;
+        l += 1;
+    }
+    out
+};
+
+/// Q4_K for a tile of [`KTILE`] tokens in the tile layout ([`KTilePtrs`]), whose lane `l`
+/// of every 64 values holds sub-block `l / 2`: one `vpdpbusd` per 64 values and token
+/// (unsigned nibbles times signed activations) sums each sub-block over the super-block,
+/// and the scales are applied once per super-block and pair of tokens. The integer totals
+/// are exact, so the result is [`super::scalar::dot_k_scalar`]'s to the last bit.
 #[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
-pub(super) unsafe fn dot_q4k_tile(p: *const u8, blocks: usize, x: &KTilePtrs) -> [f32; KTILE] {
-    let mut acc = [_mm512_setzero_ps(); 4];
-    let mut accm = [_mm512_setzero_ps(); 2];
+pub(super) unsafe fn dot_q4k_tile(
+    p: *const u8,
+    blocks: usize,
+    x: &KTilePtrs,
+    out: *mut f32,
+    stride: usize,
+) {
+    let mut acc = _mm256_setzero_ps();
     let low4 = _mm512_set1_epi8(0x0F);
-    let index = load_index(&Q4K_SCALE_INDEX);
+    let shift = _mm512_loadu_si512(Q4K_TILE_SHIFT.as_ptr() as *const _);
     for b in 0..blocks {
         let blk = p.add(b * KFormat::Q4K.block_bytes());
         let sm = scales_mins_q4k(blk.add(4));
+        // Scales as 32-bit lanes 0–7 and again 8–15; minimums as 16-bit, four times.
         let sc8 = _mm_cvtsi64_si128(((sm[1] as u64) << 32 | sm[0] as u64) as i64);
-        let sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sc8));
+        let sc32 = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi32(sc8));
         let m8 = _mm_cvtsi64_si128(((sm[3] as u64) << 32 | sm[2] as u64) as i64);
         let mins = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(m8));
+        let q0 = _mm512_loadu_si512(blk.add(16) as *const _);
+        let q1 = _mm512_loadu_si512(blk.add(80) as *const _);
         let xq = x.qs.add(b * QK_K * KTILE);
-        let mut sumi = [_mm512_setzero_si512(); KTILE];
+        let mut sums = [_mm512_setzero_si512(); KTILE];
         for j in 0..4 {
-            let raw = _mm256_loadu_si256(blk.add(16 + 32 * j) as *const __m256i);
-            let both =
-                _mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1);
-            let w = _mm512_and_si512(both, low4);
-            let scale = _mm512_permutexvar_epi16(index[j], sc16);
-            for (t, s) in sumi.iter_mut().enumerate() {
+            let idx = _mm512_loadu_si512(Q4K_TILE_INDEX[j].as_ptr() as *const _);
+            let w = _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_permutex2var_epi32(q0, idx, q1), shift),
+                low4,
+            );
+            for (t, s) in sums.iter_mut().enumerate() {
                 let xv = _mm512_loadu_si512(xq.add((j * KTILE + t) * 64) as *const _);
-                *s = dpwssd(*s, _mm512_maddubs_epi16(w, xv), scale);
+                *s = _mm512_dpbusd_epi32(*s, w, xv);
             }
         }
+        let scaled: [__m512i; 4] = std::array::from_fn(|i| {
+            _mm512_mullo_epi32(pair_sums(sums[2 * i], sums[2 * i + 1]), sc32)
+        });
+        let total = _mm256_cvtepi32_ps(tile_totals(scaled));
+        let mprod: [__m512i; 2] = std::array::from_fn(|h| {
+            let bs = _mm512_loadu_si512(x.bsums32.add((b * KTILE + 4 * h) * 8) as *const _);
+            _mm512_madd_epi16(mins, bs)
+        });
+        let mtotal = _mm256_cvtepi32_ps(quad_totals(mprod));
         let dx = _mm256_loadu_ps(x.d.add(b * KTILE));
-        let dd = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half(blk)), dx));
-        for (i, a) in acc.iter_mut().enumerate() {
-            let s = fold_pair(sumi[2 * i], sumi[2 * i + 1]);
-            let scale = _mm512_permutexvar_ps(_mm512_loadu_si512(PAIR_INDEX[i].as_ptr() as _), dd);
-            *a = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(s), *a);
-        }
-        let dm = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(half(blk.add(2))), dx));
-        for (h, a) in accm.iter_mut().enumerate() {
-            let sums = _mm512_loadu_si512(x.bsums32.add((b * KTILE + 4 * h) * 8) as *const _);
-            let prod = _mm512_madd_epi16(mins, sums);
-            let scale = _mm512_permutexvar_ps(_mm512_loadu_si512(QUAD_INDEX[h].as_ptr() as _), dm);
-            *a = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(prod), *a);
-        }
+        let dd = _mm256_mul_ps(_mm256_set1_ps(half(blk)), dx);
+        let dm = _mm256_mul_ps(_mm256_set1_ps(half(blk.add(2))), dx);
+        acc = _mm256_add_ps(
+            acc,
+            _mm256_sub_ps(_mm256_mul_ps(dd, total), _mm256_mul_ps(dm, mtotal)),
+        );
     }
-    let sums = tile_sums(&acc);
-    std::array::from_fn(|t| {
-        let a = accm[t / 4];
-        let lane = match t % 4 {
-            0 => _mm512_castps512_ps128(a),
-            1 => _mm512_extractf32x4_ps(a, 1),
-            2 => _mm512_extractf32x4_ps(a, 2),
-            _ => _mm512_extractf32x4_ps(a, 3),
-        };
-        sums[t] - hsum4(lane)
-    })
+    store_tile(acc, out, stride);
 }
 
-/// [`dot_q6k`] for a tile of [`KTILE`] tokens in the tile layout ([`KTilePtrs`]), its
-/// epilogue done for two tokens per 512-bit register as in [`dot_q4k_tile`]: the −32 offset
-/// (the activations' 16-value sums of two tokens in one load, against the scales in both
-/// halves) is taken out of the folded sums instead of starting them, the same integer sums.
-/// The same results as [`dot_q6k`] to the last bit.
+/// Writes a tile's eight results, token `t`'s at `out[t · stride]`, straight from the
+/// register: returned as an array they went through memory, and the eight loads that
+/// followed the one 32-byte store missed store-to-load forwarding (7% of the 1.5B
+/// preset's prefill on a Zen 4).
+#[inline(always)]
+unsafe fn store_tile(v: __m256, out: *mut f32, stride: usize) {
+    let lo = _mm256_castps256_ps128(v);
+    let hi = _mm256_extractf128_ps(v, 1);
+    let o = out as *mut i32;
+    *o = _mm_extract_ps(lo, 0);
+    *o.add(stride) = _mm_extract_ps(lo, 1);
+    *o.add(2 * stride) = _mm_extract_ps(lo, 2);
+    *o.add(3 * stride) = _mm_extract_ps(lo, 3);
+    *o.add(4 * stride) = _mm_extract_ps(hi, 0);
+    *o.add(5 * stride) = _mm_extract_ps(hi, 1);
+    *o.add(6 * stride) = _mm_extract_ps(hi, 2);
+    *o.add(7 * stride) = _mm_extract_ps(hi, 3);
+}
+
+/// The dword indices and shifts of the tile layout's `j`-th 64 values in a Q6_K super-block:
+/// lane `l` takes the four values `16l + 4j..` (sub-block `l`), whose low four bits are in
+/// `ql` (two registers) and high two in `qh` (one register). Per `j`: `[ql index, ql shift,
+/// qh index, qh shift]` for each lane.
+static Q6K_TILE_INDEX: [[[i32; 16]; 4]; 4] = {
+    let mut out = [[[0i32; 16]; 4]; 4];
+    let mut j = 0;
+    while j < 4 {
+        let mut l = 0;
+        while l < 16 {
+            let (n, g, h) = (l / 8, (l % 8) / 2, l % 2);
+            out[j][0][l] = (16 * n + 8 * (g % 2) + 4 * h + j) as i32;
+            out[j][1][l] = (4 * (g / 2)) as i32;
+            out[j][2][l] = (8 * n + 4 * h + j) as i32;
+            out[j][3][l] = (2 * g) as i32;
+            l += 1;
+        }
+        j += 1;
+    }
+    out
+};
+
+/// Q6_K for a tile of [`KTILE`] tokens in the tile layout ([`KTilePtrs`]), as
+/// [`dot_q4k_tile`]: lane `l` of every 64 values is sub-block `l`, so one `vpdpbusd` per 64
+/// values and token (unsigned 6-bit values times signed activations) sums each sub-block over
+/// the super-block; the scales are applied once per super-block and token, and the −32
+/// offset once per pair of tokens (the activations' 16-value sums against the scales). The
+/// integer totals are exact, so the result is [`super::scalar::dot_k_scalar`]'s to the bit.
+#[allow(clippy::needless_range_loop)] // `j` indexes the weights' index tables and the tile
 #[target_feature(enable = "avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512dq")]
-pub(super) unsafe fn dot_q6k_tile(p: *const u8, blocks: usize, x: &KTilePtrs) -> [f32; KTILE] {
-    let mut acc = [_mm512_setzero_ps(); 4];
+pub(super) unsafe fn dot_q6k_tile(
+    p: *const u8,
+    blocks: usize,
+    x: &KTilePtrs,
+    out: *mut f32,
+    stride: usize,
+) {
+    let mut acc = _mm256_setzero_ps();
     let low4 = _mm512_set1_epi8(0x0F);
-    let bits = |m: i8| _mm512_set1_epi8(m);
-    let index = load_index(&Q6K_SCALE_INDEX);
+    let low2 = _mm512_set1_epi8(0x03);
     for b in 0..blocks {
         let blk = p.add(b * KFormat::Q6K.block_bytes());
-        let d = half(blk.add(208));
-        let sc16y = _mm256_cvtepi8_epi16(_mm_loadu_si128(blk.add(192) as *const __m128i));
-        let sc16 = _mm512_castsi256_si512(sc16y);
+        let sc8 = _mm_loadu_si128(blk.add(192) as *const __m128i);
+        let sc32 = _mm512_cvtepi8_epi32(sc8);
+        let sc16 = _mm512_broadcast_i64x4(_mm256_cvtepi8_epi16(sc8));
+        let ql0 = _mm512_loadu_si512(blk as *const _);
+        let ql1 = _mm512_loadu_si512(blk.add(64) as *const _);
+        let qh = _mm512_loadu_si512(blk.add(128) as *const _);
         let xq = x.qs.add(b * QK_K * KTILE);
-        let mut sumi = [_mm512_setzero_si512(); KTILE];
-        for n in 0..2 {
-            let ql = _mm512_loadu_si512(blk.add(64 * n) as *const _);
-            let qh = _mm256_loadu_si256(blk.add(128 + 32 * n) as *const __m256i);
-            let qhh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-            let runs = [
-                _mm512_or_si512(
-                    _mm512_and_si512(ql, low4),
-                    _mm512_slli_epi16(_mm512_and_si512(qhh, bits(0x03)), 4),
-                ),
-                _mm512_or_si512(
-                    _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                    _mm512_and_si512(qhh, bits(0x30)),
-                ),
-            ];
-            for (k, &q) in runs.iter().enumerate() {
-                let j = 2 * n + k;
-                let scale = _mm512_permutexvar_epi16(index[j], sc16);
-                for (t, s) in sumi.iter_mut().enumerate() {
-                    let xv = _mm512_loadu_si512(xq.add((j * KTILE + t) * 64) as *const _);
-                    *s = dpwssd(*s, _mm512_maddubs_epi16(q, xv), scale);
-                }
+        let mut sums = [_mm512_setzero_si512(); KTILE];
+        for j in 0..4 {
+            let [li, ls, hi, hs] =
+                Q6K_TILE_INDEX[j].map(|v| _mm512_loadu_si512(v.as_ptr() as *const _));
+            let lo = _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_permutex2var_epi32(ql0, li, ql1), ls),
+                low4,
+            );
+            let high = _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_permutexvar_epi32(hi, qh), hs),
+                low2,
+            );
+            let w = _mm512_or_si512(lo, _mm512_slli_epi32(high, 4));
+            for (t, s) in sums.iter_mut().enumerate() {
+                let xv = _mm512_loadu_si512(xq.add((j * KTILE + t) * 64) as *const _);
+                *s = _mm512_dpbusd_epi32(*s, w, xv);
             }
         }
-        let dx = _mm256_loadu_ps(x.d.add(b * KTILE));
-        let dd = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(d), dx));
-        let sc2 = _mm512_broadcast_i64x4(sc16y);
-        for (i, a) in acc.iter_mut().enumerate() {
-            // 32 · Σ scale · bsum for tokens 2i and 2i + 1, each in its half.
+        let scaled: [__m512i; 4] = std::array::from_fn(|i| {
+            let pair = pair_sums(
+                _mm512_mullo_epi32(sums[2 * i], sc32),
+                _mm512_mullo_epi32(sums[2 * i + 1], sc32),
+            );
+            // 32 · Σ scale · bsum for tokens 2i and 2i + 1, in the same lanes.
             let bs = _mm512_loadu_si512(x.bsums.add((b * KTILE + 2 * i) * 16) as *const _);
-            let off = _mm512_slli_epi32(_mm512_madd_epi16(bs, sc2), 5);
-            let s = _mm512_sub_epi32(fold_pair(sumi[2 * i], sumi[2 * i + 1]), off);
-            let scale = _mm512_permutexvar_ps(_mm512_loadu_si512(PAIR_INDEX[i].as_ptr() as _), dd);
-            *a = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(s), *a);
-        }
+            _mm512_sub_epi32(pair, _mm512_slli_epi32(_mm512_madd_epi16(bs, sc16), 5))
+        });
+        let total = _mm256_cvtepi32_ps(tile_totals(scaled));
+        let dx = _mm256_loadu_ps(x.d.add(b * KTILE));
+        let dd = _mm256_mul_ps(_mm256_set1_ps(half(blk.add(208))), dx);
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(dd, total));
     }
-    tile_sums(&acc)
-}
-
-/// A super-block's sixteen 32-bit sums folded to eight (the high half added to the low one,
-/// exactly, in integers). Lane `k` then holds what lane `k` of the AVX2 kernel holds (the
-/// high half covers the second sub-block or run of each 64 values, which the AVX2 kernel adds
-/// into the same lane), so that the float part, done in eight lanes as there, gives the AVX2
-/// kernel's results to the last bit: greedy text does not change with the instruction set
-/// (with sixteen float lanes, a near-tie of the 1.5B's reference texts went the other way).
-#[inline(always)]
-unsafe fn fold(v: __m512i) -> __m256i {
-    _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1))
+    store_tile(acc, out, stride);
 }
 
 /// One token against one row of a 32-value block format (decode), two blocks per 512-bit

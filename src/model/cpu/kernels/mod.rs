@@ -16,7 +16,11 @@
 //! The K-quants (Q4_K, Q6_K) are computed on their stored 256-value super-blocks against
 //! activations quantized as ggml's Q8_K ([`Q8KRow`]), with AVX-512 (64 values per
 //! instruction, `vpmaddubsw` + `vpdpwssd`), AVX2 and scalar kernels. AVX-512 prefill reads
-//! eight tokens at a time from a tile layout of the activations ([`KTilePtrs`]).
+//! eight tokens at a time from a tile layout of the activations ([`KTilePtrs`]), one
+//! `vpdpbusd` per 64 values and token. Every K-quant kernel computes exact integer totals per
+//! super-block and then the scalar kernel's float step, so all give the same result to the
+//! last bit: greedy text does not depend on the instruction set or on how many tokens a
+//! kernel took at once.
 //!
 //! On CPUs with Intel AMX, prefill (16 tokens or more) runs on AMX-INT8 tiles instead
 //! ([`amx`]): 16 tokens by 16 weight rows per instruction, for every format here.
@@ -546,13 +550,14 @@ impl<const T: usize> KPtrs<T> {
 /// prefill kernels read.
 pub const KTILE: usize = 8;
 
-/// [`KTILE`] tokens' [`Q8KRow`] activations laid out so that a kernel reads them from one
-/// base pointer per part with constant offsets, and a part of all the tokens in one load: per
-/// super-block `b`, the quantized values as `qs[b][j][t][64]` (the `j`-th 64 values of token
-/// `t`), then `d[b][t]`, `bsums[b][t][16]` and `bsums32[b][t][8]`. With one pointer per token
-/// per part (32 for a tile) the AVX-512 kernel spilled them, and its per-token epilogue
-/// (a scalar product, a broadcast and a conversion for each token) was as long as its
-/// multiplies.
+/// [`KTILE`] tokens' [`Q8KRow`] activations laid out for the AVX-512 prefill kernels: per
+/// super-block `b`, the quantized values as `qs[b][j][t][64]`, whose 32-bit lane `l` holds
+/// token `t`'s four values `16l + 4j .. 16l + 4j + 4` (so that lane `l` of every 64 values
+/// belongs to the 16-value group `l`, and one `vpdpbusd` per 64 values and token sums each
+/// group over the super-block); then `d[b][t]`, `bsums[b][t][16]` and `bsums32[b][t][8]`.
+/// One base pointer per part, constant offsets, and a part of all eight tokens in one load:
+/// with one pointer per token and part the kernel spilled them, and its per-token epilogue
+/// was as long as its multiplies.
 #[derive(Clone, Copy)]
 pub struct KTilePtrs {
     /// `blocks · KTILE · 256` quantized values.
@@ -583,12 +588,12 @@ pub unsafe fn put_k_tile(
 ) {
     debug_assert!(t < KTILE);
     for b in 0..blocks {
+        let src = x.qs.as_ptr().add(b * QK_K) as *const [i8; 4];
         for j in 0..QK_K / 64 {
-            std::ptr::copy_nonoverlapping(
-                x.qs.as_ptr().add(b * QK_K + 64 * j),
-                qs.add(((b * 4 + j) * KTILE + t) * 64),
-                64,
-            );
+            let dst = qs.add(((b * 4 + j) * KTILE + t) * 64) as *mut [i8; 4];
+            for l in 0..16 {
+                *dst.add(l) = *src.add(4 * l + j);
+            }
         }
         *d.add(b * KTILE + t) = x.d[b];
         std::ptr::copy_nonoverlapping(
@@ -618,11 +623,13 @@ pub unsafe fn dot_k_tile_raw(
     row: *const u8,
     blocks: usize,
     x: &KTilePtrs,
-) -> [f32; KTILE] {
+    out: *mut f32,
+    stride: usize,
+) {
     debug_assert!(isa >= Isa::Avx512Vnni);
     match format {
-        KFormat::Q4K => avx512::dot_q4k_tile(row, blocks, x),
-        KFormat::Q6K => avx512::dot_q6k_tile(row, blocks, x),
+        KFormat::Q4K => avx512::dot_q4k_tile(row, blocks, x, out, stride),
+        KFormat::Q6K => avx512::dot_q6k_tile(row, blocks, x, out, stride),
     }
 }
 

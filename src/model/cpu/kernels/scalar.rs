@@ -173,8 +173,11 @@ pub(super) unsafe fn dot_k_scalar_raw<const T: usize>(
     dot_k_scalar(format, row, &rows)
 }
 
-/// The portable K-quant kernel and the reference for the SIMD ones: per super-block, exact
-/// integer sums per 16 values, then `acc += d·dx·Σ scale·sum − dmin·dx·Σ min·bsum`.
+/// The portable K-quant kernel and the reference for the SIMD ones: per super-block, the
+/// exact integer totals `Σ scale·Σ q·x` and `Σ min·bsum`, then the float step of
+/// [`q4k_step`] or [`q6k_step`]. Every kernel computes the same integers (in any order: they
+/// are exact) and the same float step, so every kernel's result is this one's to the last
+/// bit, whatever the instruction set and however many tokens it takes at once.
 pub fn dot_k_scalar<const T: usize>(format: KFormat, row: &[u8], x: &[Q8KRow; T]) -> [f32; T] {
     let mut acc = [0f32; T];
     for (b, blk) in row.chunks_exact(format.block_bytes()).enumerate() {
@@ -191,10 +194,29 @@ pub fn dot_k_scalar<const T: usize>(format: KFormat, row: &[u8], x: &[Q8KRow; T]
                 mins += u.min[g] * bsum as i32;
             }
             let dx = x[t].d[b];
-            acc[t] += u.d * dx * sum as f32 - u.dmin * dx * mins as f32;
+            acc[t] = match format {
+                KFormat::Q4K => q4k_step(acc[t], u.d, u.dmin, dx, sum, mins),
+                // Q6_K's minimum is 32·scale with the same `d`: one exact total.
+                KFormat::Q6K => q6k_step(acc[t], u.d, dx, sum - mins),
+            };
         }
     }
     acc
+}
+
+/// The float step of one Q4_K super-block and token, the same in every kernel: `acc +
+/// (d·dx·sum − dmin·dx·mins)`, evaluated in this order with no fused multiply-add, from the
+/// exact integer totals `sum` (Σ scale·Σ q·x) and `mins` (Σ min·Σ x).
+#[inline(always)]
+pub(super) fn q4k_step(acc: f32, d: f32, dmin: f32, dx: f32, sum: i32, mins: i32) -> f32 {
+    acc + (d * dx * sum as f32 - dmin * dx * mins as f32)
+}
+
+/// The float step of one Q6_K super-block and token, the same in every kernel: `acc +
+/// d·dx·total`, from the exact integer total Σ scale·Σ (q − 32)·x.
+#[inline(always)]
+pub(super) fn q6k_step(acc: f32, d: f32, dx: f32, total: i32) -> f32 {
+    acc + d * dx * total as f32
 }
 
 /// Dequantizes one K-quant weight row into `out` (`out.len()` values).
