@@ -441,7 +441,7 @@ unsafe fn quad_totals(v: [__m512i; 2]) -> __m256i {
     _mm512_cvtepi64_epi32(one)
 }
 
-/// The qword indices of the tile layout's `j`-th 64 values in a Q4_K super-block's 128
+/// The dword indices of the tile layout's `j`-th 64 values in a Q4_K super-block's 128
 /// bytes of nibbles (two registers, `vpermt2d`): lane `l` takes the four values `16l + 4j..`,
 /// of sub-block `l / 2`, from chunk `l / 4` (low nibbles for even sub-blocks, high for odd).
 static Q4K_TILE_INDEX: [[i32; 16]; 4] = {
@@ -497,8 +497,8 @@ pub(super) unsafe fn dot_q4k_tile(
         let q1 = _mm512_loadu_si512(blk.add(80) as *const _);
         let xq = x.qs.add(b * QK_K * KTILE);
         let mut sums = [_mm512_setzero_si512(); KTILE];
-        for j in 0..4 {
-            let idx = _mm512_loadu_si512(Q4K_TILE_INDEX[j].as_ptr() as *const _);
+        for (j, index) in Q4K_TILE_INDEX.iter().enumerate() {
+            let idx = _mm512_loadu_si512(index.as_ptr() as *const _);
             let w = _mm512_and_si512(
                 _mm512_srlv_epi32(_mm512_permutex2var_epi32(q0, idx, q1), shift),
                 low4,
