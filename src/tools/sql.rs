@@ -36,6 +36,7 @@ use serde_json::Value;
 use super::{parse_args, schema_of, Observation, Tool, ToolError};
 
 mod bare;
+mod math;
 mod names;
 pub(crate) use names::name_terms;
 
@@ -270,6 +271,7 @@ impl SqlTool {
         // Off, it is "no such column", whose hint lists the columns and the join.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DQS_DML, false)
             .map_err(|e| map_open_error(path, &e))?;
+        math::register(&conn).map_err(|e| map_open_error(path, &e))?;
         let schema = read_schema(&conn, &options).map_err(|e| map_open_error(path, &e))?;
         let epoch = Instant::now();
         let deadline = Arc::new(AtomicU64::new(u64::MAX));
@@ -698,19 +700,13 @@ fn function_hint(name: &str) -> String {
         "NOW" | "GETDATE" | "CURDATE" | "SYSDATE" => {
             "SQLite has no such function; today is date('now')".to_string()
         }
-        "MOD" => "the remainder is the % operator: a % b".to_string(),
         "CONCAT" => "join text with the || operator: a || ' ' || b".to_string(),
         "LEN" | "CHAR_LENGTH" => "the length of text is length(col)".to_string(),
-        "FLOOR" | "TRUNC" | "TRUNCATE" => {
-            "the whole part of a number is CAST(x AS INTEGER)".to_string()
-        }
-        "CEIL" | "CEILING" => {
-            "round up with CAST(x AS INTEGER) + (x > CAST(x AS INTEGER))".to_string()
-        }
+        "TRUNC" | "TRUNCATE" => "the whole part of a number is CAST(x AS INTEGER)".to_string(),
         _ => format!(
             "SQLite has no {upper}(); its functions include, for dates, strftime('%Y', col), \
              strftime('%m', col), date(col), julianday(col); for numbers, round(x, 2), abs(x), \
-             a % b, CAST(x AS INTEGER); for text, substr(s, start, n), instr(s, t), lower(s), \
+             a % b, floor(x), ceil(x), CAST(x AS INTEGER); for text, substr(s, start, n), instr(s, t), lower(s), \
              a || b"
         ),
     }
@@ -1902,6 +1898,34 @@ impl Tool for SqlTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the query pattern admitted `MOD`, `FLOOR`, … but the SQLite compiled in
+    /// lacks them, so a query the pattern let through failed with "no such function". Every
+    /// function the pattern admits must be one the tool's connection has.
+    #[test]
+    fn every_function_the_query_pattern_admits_exists_on_the_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (id INTEGER);")
+            .unwrap();
+        let tool = SqlTool::open(&path, SqlOptions::default()).unwrap();
+        let conn = tool.conn.lock().unwrap();
+        let known: std::collections::HashSet<String> = conn
+            .prepare("SELECT name FROM pragma_function_list")
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(|n| n.unwrap().to_ascii_uppercase())
+            .collect();
+        for f in crate::tools::sql_pattern::FUNCTIONS {
+            assert!(
+                known.contains(*f),
+                "{f} is in the pattern but not in SQLite"
+            );
+        }
+    }
 
     #[test]
     fn task_words_drop_common_words_and_plurals() {

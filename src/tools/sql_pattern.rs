@@ -81,10 +81,10 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// SQLite's functions (core, date and time, aggregate, window, math). The math ones (`MOD`,
-/// `FLOOR`, …) exist only in SQLite builds that enable them; they stay in the pattern, and a
-/// call that fails gets a hint: taken out, the 1.5B model still meant `MOD` and the pattern led
-/// it on to a pragma's name, `MODULE_LIST(`.
-const FUNCTIONS: &[&str] = &[
+/// `FLOOR`, …) exist only in SQLite builds that enable them, which the bundled one is not: the
+/// sql tool registers them on its connection (`sql/math.rs`). Taken out of the pattern, the
+/// 1.5B model still meant `MOD` and the pattern led it on to a pragma's name, `MODULE_LIST(`.
+pub(crate) const FUNCTIONS: &[&str] = &[
     "COUNT",
     "SUM",
     "AVG",

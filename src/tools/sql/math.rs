@@ -1,0 +1,158 @@
+//! SQLite's math functions that the query pattern admits (`mod`, `floor`, `ceil`, `ceiling`,
+//! `sqrt`, `power`, `pow`), registered on the tool's connection: the SQLite compiled into cairn
+//! is built without them (they need `SQLITE_ENABLE_MATH_FUNCTIONS`), so a query the pattern let
+//! the model write failed at run time. Regression: the 1.5B model's `SELECT COUNT(*) FROM visit
+//! WHERE … MOD(visit_date, 100) …` came back "no such function: MOD"; it sent the same query
+//! again, the sql tool was turned off for the task, and the answer was the error's text.
+//!
+//! The semantics are SQLite's own for these functions (a NULL, a value that is not a number,
+//! or a result that is not a number gives NULL; `floor` and `ceil` keep an integer as it is),
+//! except that `mod` of two integers is an integer, as the `%` operator gives it, where
+//! SQLite's returns a real.
+
+use rusqlite::functions::{Context, FunctionFlags};
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::Connection;
+
+/// A numeric argument.
+#[derive(Debug, Clone, Copy)]
+enum Num {
+    Int(i64),
+    Real(f64),
+}
+
+impl Num {
+    fn real(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Real(r) => r,
+        }
+    }
+}
+
+/// Argument `i` as a number: integers and reals as they are, text that reads as a number
+/// (surrounding spaces allowed), anything else (NULL, other text, a blob) `None`.
+fn arg(ctx: &Context<'_>, i: usize) -> Option<Num> {
+    match ctx.get_raw(i) {
+        ValueRef::Integer(v) => Some(Num::Int(v)),
+        ValueRef::Real(v) => Some(Num::Real(v)),
+        ValueRef::Text(t) => {
+            let t = std::str::from_utf8(t).ok()?.trim();
+            t.parse::<i64>()
+                .map(Num::Int)
+                .ok()
+                .or_else(|| t.parse::<f64>().ok().map(Num::Real))
+        }
+        ValueRef::Null | ValueRef::Blob(_) => None,
+    }
+}
+
+/// A real result, NULL where it is not a number.
+fn real(v: f64) -> Value {
+    if v.is_nan() {
+        Value::Null
+    } else {
+        Value::Real(v)
+    }
+}
+
+/// `mod(x, y)`: the remainder of `x / y` with the sign of `x`; NULL when `y` is zero.
+fn modulo(x: Num, y: Num) -> Value {
+    match (x, y) {
+        (Num::Int(a), Num::Int(b)) => a.checked_rem(b).map_or(Value::Null, Value::Integer),
+        _ => real(x.real() % y.real()),
+    }
+}
+
+/// `floor(x)` (`up` false) or `ceil(x)` (`up` true): integers unchanged, reals rounded.
+fn round_to_whole(x: Num, up: bool) -> Value {
+    match x {
+        Num::Int(i) => Value::Integer(i),
+        Num::Real(r) => real(if up { r.ceil() } else { r.floor() }),
+    }
+}
+
+/// Registers the functions on `conn` (see the module's documentation).
+pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    conn.create_scalar_function("mod", 2, flags, |ctx| {
+        Ok(match (arg(ctx, 0), arg(ctx, 1)) {
+            (Some(x), Some(y)) => modulo(x, y),
+            _ => Value::Null,
+        })
+    })?;
+    for (name, up) in [("floor", false), ("ceil", true), ("ceiling", true)] {
+        conn.create_scalar_function(name, 1, flags, move |ctx| {
+            Ok(arg(ctx, 0).map_or(Value::Null, |x| round_to_whole(x, up)))
+        })?;
+    }
+    conn.create_scalar_function("sqrt", 1, flags, |ctx| {
+        Ok(arg(ctx, 0).map_or(Value::Null, |x| real(x.real().sqrt())))
+    })?;
+    for name in ["power", "pow"] {
+        conn.create_scalar_function(name, 2, flags, |ctx| {
+            Ok(match (arg(ctx, 0), arg(ctx, 1)) {
+                (Some(x), Some(y)) => real(x.real().powf(y.real())),
+                _ => Value::Null,
+            })
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(conn: &Connection, expr: &str) -> Value {
+        conn.query_row(&format!("SELECT {expr}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn math_functions_give_sqlites_results() {
+        let conn = Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        let cases: &[(&str, Value)] = &[
+            ("mod(7, 3)", Value::Integer(1)),
+            ("MOD(-7, 3)", Value::Integer(-1)),
+            ("mod(7.5, 2)", Value::Real(1.5)),
+            ("mod(7, 0)", Value::Null),
+            ("mod(7.0, 0)", Value::Null),
+            ("mod(NULL, 3)", Value::Null),
+            ("mod('10', '4')", Value::Integer(2)),
+            ("mod('ten', 4)", Value::Null),
+            ("mod(-9223372036854775808, -1)", Value::Null),
+            ("floor(2.7)", Value::Real(2.0)),
+            ("floor(-2.2)", Value::Real(-3.0)),
+            ("FLOOR(5)", Value::Integer(5)),
+            ("ceil(2.1)", Value::Real(3.0)),
+            ("ceiling(-2.7)", Value::Real(-2.0)),
+            ("ceil(NULL)", Value::Null),
+            ("sqrt(16)", Value::Real(4.0)),
+            ("sqrt(-1)", Value::Null),
+            ("power(2, 10)", Value::Real(1024.0)),
+            ("pow(9, 0.5)", Value::Real(3.0)),
+            ("power(2, NULL)", Value::Null),
+        ];
+        for (expr, want) in cases {
+            assert_eq!(&eval(&conn, expr), want, "{expr}");
+        }
+        // In a query over a column, as the model writes them.
+        conn.execute_batch(
+            "CREATE TABLE visit (id INTEGER, fee REAL); \
+             INSERT INTO visit VALUES (1, 48.5), (2, 62.0), (3, 17.25);",
+        )
+        .unwrap();
+        let odd: i64 = conn
+            .query_row("SELECT COUNT(*) FROM visit WHERE MOD(id, 2) = 1", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(odd, 2);
+        let total: f64 = conn
+            .query_row("SELECT SUM(FLOOR(fee)) FROM visit", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(total, 127.0);
+    }
+}
