@@ -686,9 +686,7 @@ fn function_hint(name: &str) -> String {
         )
     };
     match upper.as_str() {
-        "YEAR" => date("year", "%Y"),
-        "MONTH" => date("month", "%m"),
-        "DAY" | "DAYOFMONTH" => date("day", "%d"),
+        "DAYOFMONTH" => date("day", "%d"),
         "EXTRACT" | "DATE_PART" | "DATEPART" | "TO_CHAR" | "DATE_FORMAT" => {
             "SQLite has no such function; parts of a date column come from strftime('%Y', col), \
              strftime('%m', col), strftime('%d', col)"

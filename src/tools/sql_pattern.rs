@@ -5,7 +5,8 @@
 //! `HAVING`, any name, so that a result column named with `AS` can be sorted on: `ORDER BY
 //! num_loans`), a number, or text inside a string literal. So the model cannot name a table or
 //! column the database does not have (`o.quantity` where the column is `qty`), nor call a
-//! function SQLite lacks (`YEAR(order_date)`, `EXTRACT(year FROM …)`), and the query is bounded
+//! function SQLite lacks (`DATEPART(year, order_date)`, `EXTRACT(year FROM …)`; `YEAR`,
+//! `MONTH` and `DAY`, which the models write for dates, the sql tool provides), and the query is bounded
 //! in length ([`MAX_WORDS`]).
 //!
 //! The pattern is a regular expression in the JSON Schema `pattern` of the tool's `query`
@@ -80,9 +81,10 @@ const KEYWORDS: &[&str] = &[
     "ROWID",
 ];
 
-/// SQLite's functions (core, date and time, aggregate, window, math). The math ones (`MOD`,
-/// `FLOOR`, …) exist only in SQLite builds that enable them, which the bundled one is not: the
-/// sql tool registers them on its connection (`sql/math.rs`). Taken out of the pattern, the
+/// SQLite's functions (core, date and time, aggregate, window, math), and `YEAR`, `MONTH`,
+/// `DAY`. The math ones (`MOD`, `FLOOR`, …) exist only in SQLite builds that enable them, which
+/// the bundled one is not, and the date parts not at all: the sql tool registers them on its
+/// connection (`sql/math.rs`). Taken out of the pattern, the
 /// 1.5B model still meant `MOD` and the pattern led it on to a pragma's name, `MODULE_LIST(`.
 pub(crate) const FUNCTIONS: &[&str] = &[
     "COUNT",
@@ -113,6 +115,9 @@ pub(crate) const FUNCTIONS: &[&str] = &[
     "DATETIME",
     "JULIANDAY",
     "STRFTIME",
+    "YEAR",
+    "MONTH",
+    "DAY",
     "UNIXEPOCH",
     "PRINTF",
     "FORMAT",
@@ -281,12 +286,14 @@ mod tests {
             // Regression: `T1`, the alias style of much text-to-SQL data, could not be written
             // and the 1.5B model's `T1.member_no` was decoded as `Tbl_name` to the word limit.
             "SELECT T1.name FROM products AS T1 JOIN orders AS T2 ON T1.rowid = T2.rowid",
+            // The date parts the sql tool provides (`sql/math.rs`).
+            "SELECT COUNT(*) FROM orders WHERE YEAR(order_date) = 2025 AND MONTH(order_date) = 4",
         ] {
             assert!(matches(&p, ok), "{ok}");
         }
         for bad in [
             "SELECT SUM(o.quantity) FROM orders o",
-            "SELECT YEAR(order_date) FROM orders",
+            "SELECT DATEPART(year, order_date) FROM orders",
             "SELECT EXTRACT(year FROM order_date) FROM orders",
             "SELECT * FROM purchases",
             "DELETE FROM orders",

@@ -380,8 +380,9 @@ fn an_ambiguous_column_is_answered_with_the_names_to_write() {
 #[test]
 fn a_function_sqlite_lacks_is_answered_with_sqlites_way() {
     // Regression: told to use MONTH(visit_date), the 1.5B model wrote MOD(...), FLOOR(...) and
-    // TRUE(...), which this SQLite build lacks, was told only "fix the query" three times, and
-    // the circuit breaker ended the task unanswered.
+    // TRUE(...), which this SQLite build lacked, was told only "fix the query" three times, and
+    // the circuit breaker ended the task unanswered. (MONTH and the math functions are now
+    // provided; the hints remain for the functions that are not.)
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("visits.sqlite");
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -400,7 +401,9 @@ fn a_function_sqlite_lacks_is_answered_with_sqlites_way() {
         );
         e.hint.unwrap()
     };
-    let h = hint("SELECT COUNT(*) FROM visit WHERE MONTH(visit_date) = 4");
+    let h = hint("SELECT COUNT(*) FROM visit WHERE DAYOFMONTH(visit_date) = 2");
+    assert!(h.contains("strftime('%d', col)"), "{h}");
+    let h = hint("SELECT COUNT(*) FROM visit WHERE DATE_PART('month', visit_date) = 4");
     assert!(h.contains("strftime('%m', col)"), "{h}");
     let h = hint("SELECT DATEDIFF(visit_date, '2025-01-01') FROM visit");
     assert!(h.contains("julianday(a) - julianday(b)"), "{h}");
@@ -413,6 +416,13 @@ fn a_function_sqlite_lacks_is_answered_with_sqlites_way() {
     let out = sql(
         &reg,
         "SELECT COUNT(*) FROM visit WHERE strftime('%m', visit_date) = '04'",
+    )
+    .unwrap();
+    assert_eq!(out.text, "COUNT(*)\n1");
+    // MONTH() and the math functions the pattern admits are provided (`sql/math.rs`).
+    let out = sql(
+        &reg,
+        "SELECT COUNT(*) FROM visit WHERE MONTH(visit_date) = 4 AND MOD(visit_id, 2) = 1",
     )
     .unwrap();
     assert_eq!(out.text, "COUNT(*)\n1");

@@ -1,14 +1,20 @@
-//! SQLite's math functions that the query pattern admits (`mod`, `floor`, `ceil`, `ceiling`,
-//! `sqrt`, `power`, `pow`), registered on the tool's connection: the SQLite compiled into cairn
-//! is built without them (they need `SQLITE_ENABLE_MATH_FUNCTIONS`), so a query the pattern let
-//! the model write failed at run time. Regression: the 1.5B model's `SELECT COUNT(*) FROM visit
-//! WHERE … MOD(visit_date, 100) …` came back "no such function: MOD"; it sent the same query
-//! again, the sql tool was turned off for the task, and the answer was the error's text.
+//! Functions the query pattern admits that the SQLite compiled into cairn lacks, registered on
+//! the tool's connection.
 //!
-//! The semantics are SQLite's own for these functions (a NULL, a value that is not a number,
-//! or a result that is not a number gives NULL; `floor` and `ceil` keep an integer as it is),
-//! except that `mod` of two integers is an integer, as the `%` operator gives it, where
-//! SQLite's returns a real.
+//! SQLite's math functions (`mod`, `floor`, `ceil`, `ceiling`, `sqrt`, `power`, `pow`) need
+//! `SQLITE_ENABLE_MATH_FUNCTIONS`, which the bundled build is without, so a query the pattern
+//! let the model write failed at run time. Regression: the 1.5B model's `SELECT COUNT(*) FROM
+//! visit WHERE … MOD(visit_date, 100) …` came back "no such function: MOD"; it sent the same
+//! query again, the sql tool was turned off for the task, and the answer was the error's text.
+//! Their semantics are SQLite's own (a NULL, a value that is not a number, or a result that is
+//! not a number gives NULL; `floor` and `ceil` keep an integer as it is), except that `mod` of
+//! two integers is an integer, as the `%` operator gives it, where SQLite's returns a real.
+//!
+//! `year`, `month` and `day` of a date (MySQL's and SQL Server's, which the models write for
+//! "in April 2025": `MONTH(visit_date) = 4`): the year, month or day of a text date written
+//! `YYYY-MM-DD` (alone, or followed by a time after a space or `T`), as an integer, the same
+//! as `CAST(strftime('%m', col) AS INTEGER)`; NULL for anything else. Kept out of the pattern,
+//! the model meant them anyway and reached for the nearest function it could write (`MOD`).
 
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
@@ -72,6 +78,29 @@ fn round_to_whole(x: Num, up: bool) -> Value {
     }
 }
 
+/// The year, month and day of a text date `YYYY-MM-DD` (leading spaces allowed; a time may
+/// follow after a space or `T`); `None` for anything else, or an impossible month or day.
+fn date_parts(v: ValueRef<'_>) -> Option<(i64, i64, i64)> {
+    let ValueRef::Text(t) = v else { return None };
+    let t = std::str::from_utf8(t).ok()?.trim_start();
+    let b = t.as_bytes();
+    if b.len() < 10
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b.get(10), None | Some(b' ' | b'T'))
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = &t[r];
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    ((1..=12).contains(&m) && (1..=31).contains(&d)).then_some((y, m, d))
+}
+
 /// Registers the functions on `conn` (see the module's documentation).
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
@@ -97,6 +126,13 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
             })
         })?;
     }
+    let parts: [(&str, fn((i64, i64, i64)) -> i64); 3] =
+        [("year", |p| p.0), ("month", |p| p.1), ("day", |p| p.2)];
+    for (name, part) in parts {
+        conn.create_scalar_function(name, 1, flags, move |ctx| {
+            Ok(date_parts(ctx.get_raw(0)).map_or(Value::Null, |p| Value::Integer(part(p))))
+        })?;
+    }
     Ok(())
 }
 
@@ -110,7 +146,7 @@ mod tests {
     }
 
     #[test]
-    fn math_functions_give_sqlites_results() {
+    fn math_and_date_functions_give_sqlites_results() {
         let conn = Connection::open_in_memory().unwrap();
         register(&conn).unwrap();
         let cases: &[(&str, Value)] = &[
@@ -135,15 +171,36 @@ mod tests {
             ("pow(9, 0.5)", Value::Real(3.0)),
             ("power(2, NULL)", Value::Null),
         ];
-        for (expr, want) in cases {
+        let dates: &[(&str, Value)] = &[
+            ("month('2025-04-05')", Value::Integer(4)),
+            ("YEAR('2025-04-05 10:30:00')", Value::Integer(2025)),
+            ("day('2025-04-05T10:30')", Value::Integer(5)),
+            ("month('  2025-12-31')", Value::Integer(12)),
+            ("month('2025-13-01')", Value::Null),
+            ("month('05/04/2025')", Value::Null),
+            ("month('2025-04-05x')", Value::Null),
+            ("month('2025-4-5')", Value::Null),
+            ("month(20250405)", Value::Null),
+            ("month(NULL)", Value::Null),
+        ];
+        for (expr, want) in cases.iter().chain(dates) {
             assert_eq!(&eval(&conn, expr), want, "{expr}");
         }
         // In a query over a column, as the model writes them.
         conn.execute_batch(
-            "CREATE TABLE visit (id INTEGER, fee REAL); \
-             INSERT INTO visit VALUES (1, 48.5), (2, 62.0), (3, 17.25);",
+            "CREATE TABLE visit (id INTEGER, fee REAL, visit_date TEXT); \
+             INSERT INTO visit VALUES (1, 48.5, '2025-04-02'), (2, 62.0, '2025-05-03'), \
+             (3, 17.25, '2024-04-30');",
         )
         .unwrap();
+        let april: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM visit WHERE MONTH(visit_date) = 4 AND YEAR(visit_date) = 2025",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(april, 1);
         let odd: i64 = conn
             .query_row("SELECT COUNT(*) FROM visit WHERE MOD(id, 2) = 1", [], |r| {
                 r.get(0)
