@@ -101,6 +101,9 @@ fn date_parts(v: ValueRef<'_>) -> Option<(i64, i64, i64)> {
     ((1..=12).contains(&m) && (1..=31).contains(&d)).then_some((y, m, d))
 }
 
+/// One part of a date's `(year, month, day)`.
+type DatePart = fn((i64, i64, i64)) -> i64;
+
 /// Registers the functions on `conn` (see the module's documentation).
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
@@ -126,8 +129,7 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
             })
         })?;
     }
-    let parts: [(&str, fn((i64, i64, i64)) -> i64); 3] =
-        [("year", |p| p.0), ("month", |p| p.1), ("day", |p| p.2)];
+    let parts: [(&str, DatePart); 3] = [("year", |p| p.0), ("month", |p| p.1), ("day", |p| p.2)];
     for (name, part) in parts {
         conn.create_scalar_function(name, 1, flags, move |ctx| {
             Ok(date_parts(ctx.get_raw(0)).map_or(Value::Null, |p| Value::Integer(part(p))))
