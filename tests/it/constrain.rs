@@ -511,7 +511,7 @@ fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
                 ![
                     "qty",
                     "purchases",
-                    "year",
+                    "datepart",
                     "extract",
                     "employees",
                     "order_date"
@@ -525,7 +525,7 @@ fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
     // `quantity` here, the date `ordered_on`), and takes the real names.
     for bad in [
         "SELECT SUM(o.qty) FROM orders o",
-        "SELECT YEAR(ordered_on) FROM orders",
+        "SELECT DATEPART(year, ordered_on) FROM orders",
         "SELECT EXTRACT(year FROM ordered_on) FROM orders",
         "SELECT * FROM purchases",
         "DROP TABLE orders",
@@ -533,6 +533,8 @@ fn sql_queries_decoded_under_the_database_pattern_name_only_what_exists() {
     ] {
         assert!(!re.is_match(bad), "{bad}");
     }
+    // YEAR() of a date the sql tool provides, so the pattern takes it.
+    assert!(re.is_match("SELECT YEAR(ordered_on) FROM orders"));
     assert!(re.is_match(
         "SELECT SUM(p.price * o.quantity) FROM orders o JOIN products p ON p.id = o.product_id WHERE strftime('%Y', o.ordered_on) = '2024'"
     ));
