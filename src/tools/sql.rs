@@ -704,8 +704,8 @@ fn function_hint(name: &str) -> String {
         _ => format!(
             "SQLite has no {upper}(); its functions include, for dates, strftime('%Y', col), \
              strftime('%m', col), date(col), julianday(col); for numbers, round(x, 2), abs(x), \
-             a % b, floor(x), ceil(x), CAST(x AS INTEGER); for text, substr(s, start, n), instr(s, t), lower(s), \
-             a || b"
+             a % b, floor(x), ceil(x), CAST(x AS INTEGER); for text, substr(s, start, n), \
+             instr(s, t), lower(s), a || b"
         ),
     }
 }

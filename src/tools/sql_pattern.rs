@@ -6,8 +6,8 @@
 //! num_loans`), a number, or text inside a string literal. So the model cannot name a table or
 //! column the database does not have (`o.quantity` where the column is `qty`), nor call a
 //! function SQLite lacks (`DATEPART(year, order_date)`, `EXTRACT(year FROM …)`; `YEAR`,
-//! `MONTH` and `DAY`, which the models write for dates, the sql tool provides), and the query is bounded
-//! in length ([`MAX_WORDS`]).
+//! `MONTH` and `DAY`, which the models write for dates, the sql tool provides), and the query
+//! is bounded in length ([`MAX_WORDS`]).
 //!
 //! The pattern is a regular expression in the JSON Schema `pattern` of the tool's `query`
 //! argument, so it constrains the step like any other schema keyword; a table or column whose
@@ -84,8 +84,8 @@ const KEYWORDS: &[&str] = &[
 /// SQLite's functions (core, date and time, aggregate, window, math), and `YEAR`, `MONTH`,
 /// `DAY`. The math ones (`MOD`, `FLOOR`, …) exist only in SQLite builds that enable them, which
 /// the bundled one is not, and the date parts not at all: the sql tool registers them on its
-/// connection (`sql/math.rs`). Taken out of the pattern, the
-/// 1.5B model still meant `MOD` and the pattern led it on to a pragma's name, `MODULE_LIST(`.
+/// connection (`sql/math.rs`). Taken out of the pattern, the 1.5B model still meant `MOD` and
+/// the pattern led it on to a pragma's name, `MODULE_LIST(`.
 pub(crate) const FUNCTIONS: &[&str] = &[
     "COUNT",
     "SUM",
