@@ -36,14 +36,21 @@ impl Num {
     }
 }
 
-/// Argument `i` as a number: integers and reals as they are, text that reads as a number
-/// (surrounding spaces allowed), anything else (NULL, other text, a blob) `None`.
+/// Argument `i` as a number: integers and reals as they are, text written as a decimal
+/// number (surrounding spaces allowed; not `inf` or `nan`, which Rust would parse and SQLite
+/// does not), anything else (NULL, other text, a blob) `None`.
 fn arg(ctx: &Context<'_>, i: usize) -> Option<Num> {
     match ctx.get_raw(i) {
         ValueRef::Integer(v) => Some(Num::Int(v)),
         ValueRef::Real(v) => Some(Num::Real(v)),
         ValueRef::Text(t) => {
             let t = std::str::from_utf8(t).ok()?.trim();
+            if !t
+                .bytes()
+                .all(|c| c.is_ascii_digit() || b"+-.eE".contains(&c))
+            {
+                return None;
+            }
             t.parse::<i64>()
                 .map(Num::Int)
                 .ok()
@@ -79,7 +86,8 @@ fn round_to_whole(x: Num, up: bool) -> Value {
 }
 
 /// The year, month and day of a text date `YYYY-MM-DD` (leading spaces allowed; a time may
-/// follow after a space or `T`); `None` for anything else, or an impossible month or day.
+/// follow after a space or `T`); `None` for anything else, or a month outside 1–12 or a day
+/// outside 1–31 (a day past its month's end, `2025-02-30`, is taken as written).
 fn date_parts(v: ValueRef<'_>) -> Option<(i64, i64, i64)> {
     let ValueRef::Text(t) = v else { return None };
     let t = std::str::from_utf8(t).ok()?.trim_start();
@@ -160,6 +168,9 @@ mod tests {
             ("mod(NULL, 3)", Value::Null),
             ("mod('10', '4')", Value::Integer(2)),
             ("mod('ten', 4)", Value::Null),
+            ("floor('inf')", Value::Null),
+            ("sqrt('nan')", Value::Null),
+            ("floor(' 2.5 ')", Value::Real(2.0)),
             ("mod(-9223372036854775808, -1)", Value::Null),
             ("floor(2.7)", Value::Real(2.0)),
             ("floor(-2.2)", Value::Real(-3.0)),
