@@ -98,7 +98,7 @@ fn timed(
     schema: &serde_json::Value,
 ) -> Result<RoundTiming, AgentError> {
     let start = Instant::now();
-    let d = policy.decode(messages, schema, 128)?;
+    let d = policy.decode(messages, schema, 128, &[])?;
     Ok(RoundTiming {
         round,
         prompt_tokens: d.prompt_tokens,

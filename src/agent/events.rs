@@ -177,6 +177,13 @@ pub enum EventKind {
         /// Whether the observation came from the dead-loop cache.
         cached: bool,
     },
+    /// A call the steps of the rest of the task may not make again (`--forbid-repeats`).
+    Forbidden {
+        /// The round that made it.
+        round: usize,
+        /// The call, as the step wrote it (`"action":"sql","args":{…}`).
+        call: String,
+    },
     /// The same action with the same arguments came again.
     DeadLoop {
         /// The round.

@@ -1,7 +1,8 @@
 //! The loop's guards for one task, kept apart from the round that consults them: the circuit
-//! breaker (a tool that failed `--circuit-after` times in a row leaves the schema), the
-//! dead-loop rule (a call repeated word for word is answered from its first result and turns
-//! its tool off), the count of failed rounds behind `--max-failures`, and the retry backoff.
+//! breaker (a tool that failed `--circuit-after` times in a row leaves the schema), the calls
+//! the next steps may not make again (`--forbid-repeats`), the dead-loop rule (a call repeated
+//! word for word is answered from its first result and turns its tool off), the count of
+//! failed rounds behind `--max-failures`, and the retry backoff.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -36,6 +37,9 @@ pub(super) struct Guards {
     benched: HashSet<String>,
     /// Canonical call (`tool {args}`) → its first result.
     seen: HashMap<String, Seen>,
+    /// Calls the next steps may not make again, as their steps wrote them
+    /// ([`super::step::call_text`]; see [`super::ForbidRepeats`]).
+    forbidden: Vec<String>,
     /// Failed rounds in a row.
     failed_rounds: usize,
     /// The newest error, for the stop message.
@@ -69,6 +73,19 @@ impl Guards {
         let seen = seen.clone();
         self.benched.insert(tool.to_string());
         Some(seen)
+    }
+
+    /// Forbids the call written as `text` in the steps that follow: the step grammar will not
+    /// let the model make it again, while the tool stays on for other calls.
+    pub fn forbid(&mut self, text: String) {
+        if !self.forbidden.contains(&text) {
+            self.forbidden.push(text);
+        }
+    }
+
+    /// The calls the next step may not make.
+    pub fn forbidden(&self) -> &[String] {
+        &self.forbidden
     }
 
     /// Turns `tool` off for the rest of the task (an action offered once per task).

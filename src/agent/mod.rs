@@ -5,9 +5,10 @@
 //! [`StopReason`]. Each round it builds the prompt within the token budget ([`prompt`]),
 //! rebuilds the step schema from the live state (a tool whose circuit is open leaves it, and so
 //! does a tool just called again with the same arguments; on the last round only
-//! `final_answer` remains), asks the [`Policy`] for
-//! one step, runs the tool through the [`ToolRegistry`] with retries and exponential backoff
-//! for transient faults, records the step in memory and feeds the observation back.
+//! `final_answer` remains), asks the [`Policy`] for one step (never one that makes a call
+//! forbidden by [`ForbidRepeats`]), runs the tool through the [`ToolRegistry`] with retries
+//! and exponential backoff for transient faults, records the step in memory and feeds the
+//! observation back.
 //!
 //! The model is one [`Policy`] ([`ModelPolicy`]); [`ScriptedPolicy`] replays fixed steps and
 //! is the only stand-in for the model, used to test the loop's control logic. What happens is
@@ -93,6 +94,23 @@ pub struct AgentOptions {
     /// greedy one alone (the default); above 1, sampled ones beside it until the greedy
     /// answer can no longer be outvoted, which it is when more than half reach another.
     pub reason_votes: usize,
+    /// Which calls the next steps may not make again, word for word
+    /// ([`ForbidRepeats`]).
+    pub forbid_repeats: ForbidRepeats,
+}
+
+/// Which calls already made the step grammar forbids in the task's later rounds. A call it
+/// does not forbid and that is made again anyway falls to the dead-loop rule: it is answered
+/// from its first result and its tool is turned off for the rest of the task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForbidRepeats {
+    /// None: every repeat falls to the dead-loop rule.
+    None,
+    /// Calls that failed (not with a transient error, which a retry may cure): the model can
+    /// still fix its query, where the dead-loop rule took the whole tool away.
+    Failed,
+    /// Every call already made: a repeat of one that worked only shows its result again.
+    All,
 }
 
 /// The default of `--reason-votes`: the greedy reasoning alone. With 4 the 1.5B preset
@@ -132,6 +150,7 @@ impl Default for AgentOptions {
             plan_tokens: 0,
             reason: None,
             reason_votes: DEFAULT_REASON_VOTES,
+            forbid_repeats: ForbidRepeats::Failed,
         }
     }
 }
@@ -193,6 +212,20 @@ impl AgentOptions {
             ));
         }
         Ok(())
+    }
+}
+
+impl std::str::FromStr for ForbidRepeats {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(ForbidRepeats::None),
+            "failed" => Ok(ForbidRepeats::Failed),
+            "all" => Ok(ForbidRepeats::All),
+            _ => Err(format!(
+                "unknown value `{s}`: expected `none`, `failed` or `all`"
+            )),
+        }
     }
 }
 

@@ -103,12 +103,14 @@ pub trait Policy {
     /// The model's context length in tokens.
     fn context(&self) -> usize;
     /// Decodes one JSON value valid against `schema`, at most `max_tokens` long, as the
-    /// assistant's reply to `messages`.
+    /// assistant's reply to `messages`, holding none of the `forbidden` texts (unless the
+    /// schema leaves no other way: [`Constraint::forbid`]).
     fn decode(
         &mut self,
         messages: &[Message],
         schema: &Value,
         max_tokens: usize,
+        forbidden: &[String],
     ) -> Result<Decoded, AgentError>;
     /// Generates free text, at most `max_tokens` long, as the assistant's reply to
     /// `messages` (the plan before round 1). A policy that cannot returns `None`, and the
@@ -341,8 +343,10 @@ impl Policy for ModelPolicy {
         messages: &[Message],
         schema: &Value,
         max_tokens: usize,
+        forbidden: &[String],
     ) -> Result<Decoded, AgentError> {
         let mut constraint = self.constraint(schema)?;
+        constraint.forbid(forbidden.iter().cloned());
         let out = self.run(messages, max_tokens, Some(&mut constraint));
         if out.is_err() {
             // Regression: a lexer that ran out of fuel in one step failed every later step of
@@ -499,6 +503,8 @@ pub struct ScriptedPolicy {
     pub prompts: Vec<Vec<Message>>,
     /// Every schema it was given, in order.
     pub schemas: Vec<Value>,
+    /// The texts each decode was told to leave out, in order.
+    pub forbidden: Vec<Vec<String>>,
     /// Outputs for [`Policy::decode_aside`], in order (none: it cannot).
     asides: VecDeque<Value>,
     /// Every prompt [`Policy::decode_aside`] was asked to decode from, in order.
@@ -517,6 +523,7 @@ impl ScriptedPolicy {
             context,
             prompts: Vec::new(),
             schemas: Vec::new(),
+            forbidden: Vec::new(),
             asides: VecDeque::new(),
             aside_prompts: Vec::new(),
             reasonings: VecDeque::new(),
@@ -566,21 +573,27 @@ impl Policy for ScriptedPolicy {
         messages: &[Message],
         schema: &Value,
         max_tokens: usize,
+        forbidden: &[String],
     ) -> Result<Decoded, AgentError> {
         self.prompts.push(messages.to_vec());
         self.schemas.push(schema.clone());
+        self.forbidden.push(forbidden.to_vec());
         let step = self.steps.pop_front().ok_or_else(|| {
             AgentError::Script(format!(
                 "the script has no step left for prompt {}",
                 self.prompts.len()
             ))
         })?;
-        allowed(
-            schema,
-            &step,
-            &format!("scripted step {}", self.prompts.len()),
-        )?;
-        Ok(scripted_decoded(messages, &step, max_tokens))
+        let what = format!("scripted step {}", self.prompts.len());
+        allowed(schema, &step, &what)?;
+        let decoded = scripted_decoded(messages, &step, max_tokens);
+        // The model could not have written it: the constraint leaves forbidden texts out.
+        if let Some(f) = forbidden.iter().find(|f| decoded.text.contains(f.as_str())) {
+            return Err(AgentError::Script(format!(
+                "{what} makes the call `{f}`, which the loop forbade"
+            )));
+        }
+        Ok(decoded)
     }
 
     fn decode_aside(

@@ -12,7 +12,8 @@ use super::prompt::{fit, system_text, RoundText, TaskContext};
 use super::reason::REASON;
 use super::step::{partial_action, step_schema_of, ANSWER_MAX_CHARS, FINAL_ANSWER};
 use super::{
-    canonical_json, AgentError, AgentOptions, AgentResult, Decoded, Policy, StopReason, ToolCall,
+    canonical_json, AgentError, AgentOptions, AgentResult, Decoded, ForbidRepeats, Policy,
+    StopReason, ToolCall,
 };
 use crate::memory::{
     extract_facts, FactScope, MemoryItem, MemoryStore, SessionId, StepId, StepRecord, TurnEnd,
@@ -646,6 +647,7 @@ impl<P: Policy> Agent<P> {
             &fitted.messages,
             &step_schema_of(&allowed, with_final),
             self.options.max_step_tokens,
+            st.guards.forbidden(),
         )?;
         let mut record = self.count_step(run, round, &decoded);
         let step = if decoded.complete {
@@ -1297,6 +1299,18 @@ impl<P: Policy> Agent<P> {
     ) -> Flow {
         let call_start = Instant::now();
         let mut call = self.call_or_repeat(run, st, round, &step);
+        let forbid = match self.options.forbid_repeats {
+            ForbidRepeats::None => false,
+            ForbidRepeats::Failed => !call.ok,
+            ForbidRepeats::All => true,
+        };
+        // A transient failure may well work when made again; a repeat is already known.
+        if forbid && !call.cached && call.class != Some(ErrorClass::Transient) {
+            if let Some(call) = super::step::call_text(&done.text) {
+                st.guards.forbid(call.clone());
+                self.emit(run.start, EventKind::Forbidden { round, call });
+            }
+        }
         run.result.tool_calls.push(ToolCall {
             round,
             tool: step.action.clone(),
@@ -1525,7 +1539,7 @@ impl<P: Policy> Agent<P> {
             "Check: does the answer you just gave fully complete the task \"{}\"? Rate it from 0 (not at all) to 1 (completely), as {{\"done\": number}}.",
             task.trim()
         )));
-        let d = self.policy.decode(&m, &self_check_schema(), 24)?;
+        let d = self.policy.decode(&m, &self_check_schema(), 24, &[])?;
         let v: Value = serde_json::from_str(&d.text).unwrap_or(Value::Null);
         Ok(v.get("done").and_then(Value::as_f64).unwrap_or(0.0))
     }

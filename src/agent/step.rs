@@ -38,6 +38,26 @@ pub fn partial_action(text: &str) -> Option<String> {
     Some(rest[..rest.find('"')?].to_string())
 }
 
+/// The call a step's text makes, as it wrote it: `"action":"sql","args":{"query":"…"}`, the
+/// two members side by side as the step schema orders them. The text the loop forbids after
+/// the call failed ([`crate::constrain::Constraint::forbid`]): the same bytes decoded again
+/// would be the same call. `None` for text that is not a step.
+pub fn call_text(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        action: &'a serde_json::value::RawValue,
+        #[serde(borrow)]
+        args: &'a serde_json::value::RawValue,
+    }
+    let call: Call = serde_json::from_str(text).ok()?;
+    Some(format!(
+        "\"action\":{},\"args\":{}",
+        call.action.get(),
+        call.args.get()
+    ))
+}
+
 /// The action that ends a task.
 pub const FINAL_ANSWER: &str = "final_answer";
 
@@ -164,6 +184,18 @@ mod tests {
             std::fs::write(&path, &want).unwrap();
             panic!("{STEP_SCHEMA_FILE} differed from builtin_step_schema() and was rewritten; commit it");
         }
+    }
+
+    #[test]
+    fn the_call_of_a_step_is_its_action_and_args_as_written() {
+        let t = r#"{"thought":"q \"action\"","action":"sql","args":{"query":"SELECT 'a\u0027'"}}"#;
+        let call = call_text(t).unwrap();
+        assert_eq!(
+            call,
+            r#""action":"sql","args":{"query":"SELECT 'a\u0027'"}"#
+        );
+        assert!(t.contains(&call), "the model's own bytes");
+        assert_eq!(call_text("not a step"), None);
     }
 
     #[test]

@@ -151,6 +151,9 @@ impl RoundPrinter {
                 short(observation, 70),
                 (self.step_ms + ms) / 1000.0,
             ) + if *cached { " [repeat: cached]" } else { "" },
+            EventKind::Forbidden { round, call } => {
+                format!("round {round}: this call is not made again: {}", short(call, 70))
+            }
             EventKind::DeadLoop { round, tool, times } => {
                 format!("round {round}: {tool} chosen {times} times with the same arguments")
             }

@@ -9,7 +9,9 @@
 //! - [`Constraint`] is one generation's parser state. The decode loop in
 //!   [`crate::decode::generate`] asks it to mask the logits ([`Constraint::mask_logits`]),
 //!   samples, [`Constraint::consume`]s the token, then takes the tokens the grammar forces
-//!   ([`Constraint::forced_tokens`]) and feeds them to the model in one batched forward.
+//!   ([`Constraint::forced_tokens`]) and feeds them to the model in one batched forward. It
+//!   can also carry texts the output may not contain ([`Constraint::forbid`]: the agent's
+//!   failed calls), which the decode loop enforces by taking a token back.
 
 pub mod bounds;
 pub mod keywords;
@@ -213,6 +215,7 @@ impl ConstraintCompiler {
             matcher,
             mask_times: Vec::new(),
             forced_times: Vec::new(),
+            forbidden: Vec::new(),
         })
     }
 }
@@ -230,12 +233,14 @@ fn readable_parser_error(raw: &str) -> String {
     head.to_string()
 }
 
-/// One generation's grammar state: which tokens may come next, and which are forced.
+/// One generation's grammar state: which tokens may come next, and which are forced; and the
+/// texts the output may not contain ([`Constraint::forbid`]).
 #[derive(Clone)]
 pub struct Constraint {
     matcher: Matcher,
     mask_times: Vec<Duration>,
     forced_times: Vec<Duration>,
+    forbidden: Vec<String>,
 }
 
 impl std::fmt::Debug for Constraint {
@@ -308,6 +313,38 @@ impl Constraint {
         }
         self.forced_times.push(start.elapsed());
         Ok(forced)
+    }
+
+    /// Forbids the output to contain any of `texts` (the agent's failed calls, written out as
+    /// the step wrote them): the decode loop refuses a sampled token whose text, with the
+    /// tokens the grammar then forces, would complete one, unless the grammar allows nothing
+    /// else. A grammar cannot say "any query but this one"; this is that exclusion, applied
+    /// with the grammar's mask. Empty texts are ignored.
+    pub fn forbid(&mut self, texts: impl IntoIterator<Item = String>) {
+        self.forbidden
+            .extend(texts.into_iter().filter(|t| !t.is_empty()));
+    }
+
+    /// The texts the output may not contain.
+    pub fn forbidden(&self) -> &[String] {
+        &self.forbidden
+    }
+
+    /// Whether `new`, written after `before`, completes a forbidden text: one that ends
+    /// inside `new`.
+    pub fn completes_forbidden(&self, before: &str, new: &str) -> bool {
+        let (before, new) = (before.as_bytes(), new.as_bytes());
+        self.forbidden.iter().any(|f| {
+            let f = f.as_bytes();
+            let start = before.len().saturating_sub(f.len() - 1);
+            let window = [&before[start..], new].concat();
+            window.windows(f.len()).any(|w| w == f)
+        })
+    }
+
+    /// Takes back the last `n` tokens consumed (sampled or forced), as if they had not been.
+    pub fn rollback(&mut self, n: usize) -> Result<(), ConstraintError> {
+        self.matcher.rollback(n).map_err(|e| self.decode_error(e))
     }
 
     /// Whether the grammar is complete and allows nothing more than end of turn.

@@ -4,8 +4,10 @@
 //! Under a [`Constraint`] each step is: mask the logits to the tokens the grammar allows,
 //! sample one, let the grammar consume it, then take the tokens the grammar now forces
 //! (fast-forward) and feed the sampled token and the forced ones to the model in one batched
-//! forward. [`Generation`] counts sampled and forced tokens and says when the limit cut a
-//! constrained value short (`incomplete`).
+//! forward. A sampled token that, with the tokens it forces, would complete one of the
+//! constraint's forbidden texts is taken back, refused and another sampled. [`Generation`]
+//! counts sampled and forced tokens and says when the limit cut a constrained value short
+//! (`incomplete`).
 
 use std::time::{Duration, Instant};
 
@@ -252,21 +254,30 @@ pub fn generate_constrained(
         }
         let logits = session.logits()?;
         let bans = repeat_bans(&out.tokens, opts.no_repeat_ngram);
-        let token = match constraint.as_deref_mut() {
+        // Room for the tokens a sampled one forces.
+        let room = (opts.max_tokens - out.tokens.len() - 1)
+            .min(context.saturating_sub(session.tokens().len() + 1));
+        let (token, tail) = match constraint.as_deref_mut() {
             Some(c) => {
                 masked.clear();
                 masked.extend_from_slice(logits);
                 c.mask_logits(&mut masked)?;
                 refuse(&mut masked, &bans);
-                sampler.sample(&masked)
+                let pick = Pick {
+                    eos,
+                    room,
+                    tokenizer,
+                    before: &out.text,
+                };
+                pick.sample(c, &mut sampler, &mut masked)?
             }
             None if !bans.is_empty() => {
                 masked.clear();
                 masked.extend_from_slice(logits);
                 refuse(&mut masked, &bans);
-                sampler.sample(&masked)
+                (sampler.sample(&masked), Vec::new())
             }
-            None => sampler.sample(logits),
+            None => (sampler.sample(logits), Vec::new()),
         };
         if ttft.is_none() {
             ttft = Some(start.elapsed());
@@ -277,12 +288,7 @@ pub fn generate_constrained(
         }
         sampled += 1;
         pending = vec![token];
-        if let Some(c) = constraint.as_deref_mut() {
-            c.consume(token)?;
-            let room = (opts.max_tokens - out.tokens.len() - 1)
-                .min(context.saturating_sub(session.tokens().len() + 1));
-            pending.extend(c.forced_tokens(room)?);
-        }
+        pending.extend(tail);
         forced += pending.len() - 1;
         out.push(&pending, on_text)?;
         if until.as_deref_mut().is_some_and(|u| u(&out.text)) {
@@ -313,6 +319,55 @@ pub fn generate_constrained(
         constrained,
         incomplete,
     })
+}
+
+/// What choosing a token under a constraint needs besides the constraint and the logits.
+struct Pick<'a> {
+    /// The tokens that end generation (sampled, never consumed by the grammar).
+    eos: &'a [u32],
+    /// The most tokens the grammar may force after the sampled one.
+    room: usize,
+    tokenizer: &'a Tokenizer,
+    /// The text generated so far.
+    before: &'a str,
+}
+
+impl Pick<'_> {
+    /// Samples a token from the `masked` logits and lets the constraint consume it and the
+    /// tokens it then forces, which are returned with it (an end-of-generation token is
+    /// returned alone, not consumed). A token whose text, with what it forces, completes one
+    /// of the constraint's forbidden texts is taken back and refused, and another sampled,
+    /// unless no other token is allowed: then the grammar wins, as over the repeat bans.
+    fn sample(
+        &self,
+        c: &mut Constraint,
+        sampler: &mut Sampler,
+        masked: &mut [f32],
+    ) -> std::result::Result<(u32, Vec<u32>), GenerateError> {
+        loop {
+            let token = sampler.sample(masked);
+            if self.eos.contains(&token) {
+                return Ok((token, Vec::new()));
+            }
+            c.consume(token)?;
+            let tail = c.forced_tokens(self.room)?;
+            if c.forbidden().is_empty() {
+                return Ok((token, tail));
+            }
+            let ids: Vec<u32> = std::iter::once(token).chain(tail.iter().copied()).collect();
+            let new = self.tokenizer.decode(&ids).map_err(ModelError::from)?;
+            if !c.completes_forbidden(self.before, &new) {
+                return Ok((token, tail));
+            }
+            if let Some(l) = masked.get_mut(token as usize) {
+                *l = f32::NEG_INFINITY;
+            }
+            if !masked.iter().any(|l| l.is_finite()) {
+                return Ok((token, tail));
+            }
+            c.rollback(ids.len())?;
+        }
+    }
 }
 
 /// The generated tokens and text, streamed as they come.

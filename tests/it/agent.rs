@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cairn::agent::{Agent, AgentOptions, Event, EventKind, EventSink, ScriptedPolicy, StopReason};
+use cairn::agent::{
+    Agent, AgentOptions, Event, EventKind, EventSink, ForbidRepeats, ScriptedPolicy, StopReason,
+};
 use cairn::memory::MemoryStore;
 use cairn::tools::calculator::CalculatorTool;
 use cairn::tools::{Observation, RegistryOptions, Tool, ToolError, ToolRegistry};
@@ -642,7 +644,8 @@ fn bad_options_are_refused_with_the_flag_named() {
 /// (seen on the suite's doc-5 and doc-7 with the default preset). Then the same tasks were
 /// dead loops: the model chose the same failing call a third time (doc-7 with another call
 /// in between). Now a call repeated word for word turns its tool off for the rest of the
-/// task, so it cannot be chosen a third time.
+/// task, so it cannot be chosen a third time (with `--forbid-repeats none`; by default the
+/// failed call cannot be made again at all, see the next test).
 #[test]
 fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
     let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), "ok");
@@ -654,7 +657,10 @@ fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
             answer("I cannot compute that."),
         ],
         registry(vec![Arc::new(flaky)]),
-        AgentOptions::default(),
+        AgentOptions {
+            forbid_repeats: ForbidRepeats::None,
+            ..AgentOptions::default()
+        },
     );
     let r = a.run_task("add", None);
     assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{r:?}");
@@ -669,6 +675,84 @@ fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
         "{obs}"
     );
     assert_eq!(r.answer, "I cannot compute that.");
+}
+
+/// Issue 19: a failing call repeated word for word turned its whole tool off, so a model that
+/// then saw how to fix its query could not run it. Now the failed call is forbidden in the
+/// grammar of every later step of the task (the decode refuses it), and the tool stays on.
+#[test]
+fn a_failed_call_is_forbidden_word_for_word_and_its_tool_stays_on() {
+    let (mut a, events) = agent(
+        vec![calc("1 +"), calc("1 + 1"), calc("1 + 1 + 1"), answer("3")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("add ones", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{r:?}");
+    assert_eq!(r.dead_loops, 0);
+    assert!(!r.tool_calls[0].ok && r.tool_calls[1].ok);
+    let p = a.policy();
+    let failed = r#""action":"calculator","args":{"expression":"1 +"}"#.to_string();
+    assert!(p.forbidden[0].is_empty());
+    // Forbidden from the next round to the end of the task; the call that worked is not.
+    assert_eq!(p.forbidden[1], std::slice::from_ref(&failed));
+    assert_eq!(p.forbidden[2], std::slice::from_ref(&failed));
+    assert_eq!(p.forbidden[3], std::slice::from_ref(&failed));
+    assert!(allowed(&p.schemas[1]).contains(&"calculator".to_string()));
+    assert!(allowed(&p.schemas[3]).contains(&"calculator".to_string()));
+    // The trace says what was forbidden, and when.
+    let forbidden: Vec<(usize, String)> = events
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::Forbidden { round, call } => Some((round, call)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(forbidden, [(1, failed)]);
+
+    // A script that makes the forbidden call again is one the model could not have decoded.
+    let (mut a, _) = agent(
+        vec![calc("1 +"), calc("1 +"), answer("?")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("add", None);
+    assert_eq!(r.stop_reason, StopReason::Error, "{r:?}");
+    assert!(r.error.unwrap().contains("forbade"));
+}
+
+/// `--forbid-repeats all` forbids calls that worked too; `none` forbids nothing; a transient
+/// failure, which a later try may cure, is never forbidden.
+#[test]
+fn which_calls_are_forbidden_follows_forbid_repeats() {
+    let run = |mode: ForbidRepeats, tools: ToolRegistry, first: Value| {
+        let (mut a, _) = agent(
+            vec![first, calc("2 * 2"), answer("4")],
+            tools,
+            AgentOptions {
+                forbid_repeats: mode,
+                retry_base: Duration::from_millis(1),
+                ..AgentOptions::default()
+            },
+        );
+        let r = a.run_task("two twos", None);
+        assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{r:?}");
+        a.policy().forbidden.clone()
+    };
+    let worked = r#""action":"calculator","args":{"expression":"2 + 2"}"#.to_string();
+    let f = run(ForbidRepeats::All, registry(vec![]), calc("2 + 2"));
+    assert_eq!(f[1], std::slice::from_ref(&worked));
+    assert_eq!(f[2].len(), 2, "{f:?}");
+    assert!(run(ForbidRepeats::Failed, registry(vec![]), calc("2 + 2"))[2].is_empty());
+    assert!(run(ForbidRepeats::None, registry(vec![]), calc("2 +"))[2].is_empty());
+    let down = Flaky::new("probe", 99, ToolError::transient("busy"), "ok");
+    let f = run(
+        ForbidRepeats::All,
+        registry(vec![Arc::new(down)]),
+        step("probe", json!({"q": "x"})),
+    );
+    assert_eq!(f[1].len(), 0, "a transient failure stays allowed: {f:?}");
 }
 
 /// Regression (issue 19): "What does it cost to board a cat for 6 nights?" was answered with

@@ -32,7 +32,20 @@ fn run(
     max_tokens: usize,
     sampling: SamplingParams,
 ) -> Generation {
+    run_forbidding(lm, compiler, spec, prompt, max_tokens, sampling, &[])
+}
+
+fn run_forbidding(
+    lm: &LoadedModel,
+    compiler: &ConstraintCompiler,
+    spec: &ConstraintSpec,
+    prompt: &str,
+    max_tokens: usize,
+    sampling: SamplingParams,
+    forbidden: &[&str],
+) -> Generation {
     let mut constraint = compiler.compile(spec, "test").expect("compile");
+    constraint.forbid(forbidden.iter().map(|f| f.to_string()));
     let ids = lm.tokenizer.encode(prompt).expect("encode");
     let mut session = lm.session();
     let opts = GenerateOptions {
@@ -239,6 +252,41 @@ fn a_fully_forced_value_is_fast_forwarded() {
     assert!(!g.incomplete);
     assert_eq!(g.sampled_tokens, 0, "{g:?}");
     assert_eq!(g.forced_tokens, g.tokens.len());
+}
+
+/// The agent's forbidden calls (`--forbid-repeats`): a token that would complete a forbidden
+/// text, even through the tokens the grammar forces after it (here the closing `"}`), is
+/// refused and the next best one taken; a grammar that allows nothing else wins.
+#[test]
+fn a_forbidden_text_is_not_decoded_unless_the_grammar_allows_nothing_else() {
+    let (_dir, path) = tiny_model(&TinySpec::qwen2());
+    let lm = load(&path);
+    let compiler = compiler(&lm);
+    let schema = |pattern: &str| {
+        ConstraintSpec::JsonSchema(json!({
+            "type": "object",
+            "properties": {"q": {"type": "string", "pattern": pattern}},
+            "required": ["q"],
+            "additionalProperties": false
+        }))
+    };
+    let two = schema("^[ab][cd]$");
+    let greedy = SamplingParams::default();
+    for prompt in ["x", "y", "zz"] {
+        let first = run(&lm, &compiler, &two, prompt, 30, greedy);
+        let forbidden = first.text.trim_start_matches('{');
+        let g = run_forbidding(&lm, &compiler, &two, prompt, 30, greedy, &[forbidden]);
+        let v: Value = serde_json::from_str(&g.text).expect("valid");
+        assert_eq!(v["q"].as_str().unwrap().len(), 2, "{}", g.text);
+        assert_ne!(g.text, first.text, "{forbidden} was forbidden");
+        // Only the last character differs: the token that completed the text was refused,
+        // not an earlier one.
+        assert_eq!(g.text[..7], first.text[..7]);
+        // One value only: the grammar allows nothing else, so it is written all the same.
+        let one = schema("^ac$");
+        let g = run_forbidding(&lm, &compiler, &one, prompt, 30, greedy, &[r#""q":"ac"}"#]);
+        assert_eq!(g.text, r#"{"q":"ac"}"#);
+    }
 }
 
 #[test]

@@ -98,6 +98,11 @@ pub struct AgentArgs {
     /// and did not answer more of the suite's; BENCHMARKS.md).
     #[arg(long, default_value_t = crate::agent::DEFAULT_REASON_VOTES, value_name = "N")]
     pub reason_votes: usize,
+    /// Which calls already made the step grammar forbids in the task's later rounds, word for
+    /// word: `failed` ones (the model can still fix its query), `all`, or `none` (a repeat is
+    /// answered from its first result and turns its tool off for the rest of the task).
+    #[arg(long, default_value = "failed", value_name = "WHICH")]
+    pub forbid_repeats: crate::agent::ForbidRepeats,
     /// Write one JSON event per line to FILE (appended): prompts, steps with token counts and
     /// timings, tool calls and results, retries, circuits, trims, the stop.
     #[arg(long, value_name = "FILE")]
@@ -159,6 +164,7 @@ impl AgentArgs {
             reason_votes: self.reason_votes,
             history_tokens: self.history_tokens,
             summaries: self.summaries,
+            forbid_repeats: self.forbid_repeats,
             ..AgentOptions::default()
         };
         o.validate().map_err(anyhow::Error::msg)?;
