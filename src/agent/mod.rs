@@ -94,8 +94,11 @@ pub struct AgentOptions {
     /// greedy one alone (the default); above 1, sampled ones beside it until the greedy
     /// answer can no longer be outvoted, which it is when more than half reach another.
     pub reason_votes: usize,
-    /// Which calls the next steps may not make again, word for word
-    /// ([`ForbidRepeats`]).
+    /// Which calls the next steps may not make again, word for word ([`ForbidRepeats`]).
+    /// `None` by default: forbidding failed calls won no task on the suites, and a model sure
+    /// of its failed query, refused the token that closed it, wrote on to the step's token
+    /// limit or made small variants of it (`… LIMIT 1 LIMIT 1`) until the tool's circuit
+    /// opened (BENCHMARKS.md).
     pub forbid_repeats: ForbidRepeats,
 }
 
@@ -150,7 +153,7 @@ impl Default for AgentOptions {
             plan_tokens: 0,
             reason: None,
             reason_votes: DEFAULT_REASON_VOTES,
-            forbid_repeats: ForbidRepeats::Failed,
+            forbid_repeats: ForbidRepeats::None,
         }
     }
 }

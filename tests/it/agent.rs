@@ -644,8 +644,8 @@ fn bad_options_are_refused_with_the_flag_named() {
 /// (seen on the suite's doc-5 and doc-7 with the default preset). Then the same tasks were
 /// dead loops: the model chose the same failing call a third time (doc-7 with another call
 /// in between). Now a call repeated word for word turns its tool off for the rest of the
-/// task, so it cannot be chosen a third time (with `--forbid-repeats none`; by default the
-/// failed call cannot be made again at all, see the next test).
+/// task, so it cannot be chosen a third time (with `--forbid-repeats failed` the failed call
+/// cannot be made again at all, see the next test).
 #[test]
 fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
     let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), "ok");
@@ -657,10 +657,7 @@ fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
             answer("I cannot compute that."),
         ],
         registry(vec![Arc::new(flaky)]),
-        AgentOptions {
-            forbid_repeats: ForbidRepeats::None,
-            ..AgentOptions::default()
-        },
+        AgentOptions::default(),
     );
     let r = a.run_task("add", None);
     assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{r:?}");
@@ -678,14 +675,19 @@ fn a_repeated_failing_call_turns_its_tool_off_for_the_rest_of_the_task() {
 }
 
 /// Issue 19: a failing call repeated word for word turned its whole tool off, so a model that
-/// then saw how to fix its query could not run it. Now the failed call is forbidden in the
-/// grammar of every later step of the task (the decode refuses it), and the tool stays on.
+/// then saw how to fix its query could not run it. With `--forbid-repeats failed` the failed
+/// call is forbidden in the grammar of every later step of the task (the decode refuses it),
+/// and the tool stays on.
 #[test]
 fn a_failed_call_is_forbidden_word_for_word_and_its_tool_stays_on() {
+    let failed_only = || AgentOptions {
+        forbid_repeats: ForbidRepeats::Failed,
+        ..AgentOptions::default()
+    };
     let (mut a, events) = agent(
         vec![calc("1 +"), calc("1 + 1"), calc("1 + 1 + 1"), answer("3")],
         registry(vec![]),
-        AgentOptions::default(),
+        failed_only(),
     );
     let r = a.run_task("add ones", None);
     assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{r:?}");
@@ -715,7 +717,7 @@ fn a_failed_call_is_forbidden_word_for_word_and_its_tool_stays_on() {
     let (mut a, _) = agent(
         vec![calc("1 +"), calc("1 +"), answer("?")],
         registry(vec![]),
-        AgentOptions::default(),
+        failed_only(),
     );
     let r = a.run_task("add", None);
     assert_eq!(r.stop_reason, StopReason::Error, "{r:?}");

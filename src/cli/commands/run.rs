@@ -99,9 +99,9 @@ pub struct AgentArgs {
     #[arg(long, default_value_t = crate::agent::DEFAULT_REASON_VOTES, value_name = "N")]
     pub reason_votes: usize,
     /// Which calls already made the step grammar forbids in the task's later rounds, word for
-    /// word: `failed` ones (the model can still fix its query), `all`, or `none` (a repeat is
-    /// answered from its first result and turns its tool off for the rest of the task).
-    #[arg(long, default_value = "failed", value_name = "WHICH")]
+    /// word: `none` (a repeat is answered from its first result and turns its tool off for
+    /// the rest of the task), `failed` ones (the tool stays on for other calls), or `all`.
+    #[arg(long, default_value = "none", value_name = "WHICH")]
     pub forbid_repeats: crate::agent::ForbidRepeats,
     /// Write one JSON event per line to FILE (appended): prompts, steps with token counts and
     /// timings, tool calls and results, retries, circuits, trims, the stop.
