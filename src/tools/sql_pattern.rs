@@ -14,7 +14,11 @@
 //! name is a keyword or needs quoting can always be written double-quoted, and one of several
 //! words also bare (`Ship Country`), which the sql tool quotes before running the query.
 
-/// SQLite keywords a read-only query uses (matched in upper, lower or capitalised form). Type
+/// SQLite keywords a read-only query uses (matched in upper, lower or capitalised form).
+/// `ORDER`, `GROUP` and `PARTITION` are admitted only with their `BY`: alone they are no SQL,
+/// and as words of their own they let a model that meant a name write the keyword instead
+/// (`COUNT(order)`, `WHERE order = '7'` over a table `orders` with no such column), which
+/// SQLite refused with a bare "syntax error" and the model sent again unchanged. Type
 /// names (`INTEGER`, `REAL`, …) are not among them: they follow `AS` in a `CAST`, where any
 /// name may stand, and elsewhere they only offered a wrong way out to a model that was
 /// writing a name the pattern did not hold (`ORDER BY num_loans` decoded as `ORDER BY numeric`).
@@ -43,10 +47,9 @@ const KEYWORDS: &[&str] = &[
     "CROSS",
     "NATURAL",
     "USING",
-    "GROUP",
-    "BY",
+    "GROUP BY",
     "HAVING",
-    "ORDER",
+    "ORDER BY",
     "ASC",
     "DESC",
     "NULLS",
@@ -77,7 +80,7 @@ const KEYWORDS: &[&str] = &[
     "CURRENT_TIMESTAMP",
     "PRAGMA",
     "OVER",
-    "PARTITION",
+    "PARTITION BY",
     "ROWID",
 ];
 
@@ -288,6 +291,8 @@ mod tests {
             "SELECT T1.name FROM products AS T1 JOIN orders AS T2 ON T1.rowid = T2.rowid",
             // The date parts the sql tool provides (`sql/math.rs`).
             "SELECT COUNT(*) FROM orders WHERE YEAR(order_date) = 2025 AND MONTH(order_date) = 4",
+            "select name, count(*) from products group by name order by count(*) desc",
+            "SELECT name, RANK() OVER (PARTITION BY price ORDER BY qty) FROM orders",
         ] {
             assert!(matches(&p, ok), "{ok}");
         }
@@ -298,6 +303,12 @@ mod tests {
             "SELECT * FROM purchases",
             "DELETE FROM orders",
             "SELECT pricename FROM products",
+            // Regression: keywords written where a column was meant (the shop suite's
+            // recover-1 with the 1.5B preset, doc-8 with the 0.5B): "syntax error", then the
+            // same query again.
+            "SELECT COUNT(order) FROM orders WHERE price = 2",
+            "SELECT name FROM orders WHERE order = '7'",
+            "SELECT name FROM products GROUP name",
         ] {
             assert!(!matches(&p, bad), "{bad}");
         }
