@@ -362,7 +362,8 @@ impl Constraint {
         &self.mask_times
     }
 
-    /// How long each forced-token computation took, one entry per sampled token.
+    /// How long each forced-token computation took, one entry per sampled token (and one more
+    /// for each token taken back because it completed a forbidden text).
     pub fn forced_times(&self) -> &[Duration] {
         &self.forced_times
     }
