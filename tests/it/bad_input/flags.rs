@@ -51,6 +51,12 @@ pub(super) fn cases() -> Vec<Case> {
             |_| run(["batch", "--shard", "3/2", "t.jsonl"]),
         ),
         case(
+            "unknown --forbid-repeats",
+            2,
+            &["unknown value `some`: expected `none`, `failed` or `all`"],
+            |_| run(["run", "--forbid-repeats", "some", "hi"]),
+        ),
+        case(
             "bad --stop-when regex",
             2,
             &["is not a valid regular expression"],
