@@ -10,7 +10,8 @@
 use serde_json::{json, Value};
 
 use crate::constrain::bounds::{
-    bound_arrays, bound_numbers, bound_strings, close_objects, MAX_ARRAY_ITEMS,
+    bound_arrays, bound_numbers, bound_strings, close_objects, patterns_from_descriptions,
+    MAX_ARRAY_ITEMS,
 };
 
 /// The most characters of `thought`: room for a short plan and the results carried forward,
@@ -82,8 +83,9 @@ impl StepTool {
 
 /// The schema of one step: `anyOf` one object per tool, then `final_answer`. String
 /// arguments without a bound get [`ARG_MAX_CHARS`], the answer [`ANSWER_MAX_CHARS`], numbers
-/// the bounds of [`bound_numbers`], and objects no keys beyond their `properties`
-/// ([`close_objects`]).
+/// the bounds of [`bound_numbers`], objects no keys beyond their `properties`
+/// ([`close_objects`]), and strings whose description names a format (`YYYY-MM-DD`) its
+/// pattern ([`patterns_from_descriptions`]).
 pub fn step_schema(tools: &[StepTool]) -> Value {
     step_schema_of(tools, true)
 }
@@ -109,6 +111,7 @@ pub fn step_schema_of(tools: &[StepTool], with_final: bool) -> Value {
             bound_numbers(&mut args);
             bound_arrays(&mut args, MAX_ARRAY_ITEMS);
             close_objects(&mut args);
+            patterns_from_descriptions(&mut args);
             json!({
                 "type": "object",
                 "properties": {

@@ -11,10 +11,14 @@
 //! 2. **Decoding under a grammar** built from the definitions ([`call_grammar`]): a call in
 //!    the template's trained form (`<tool_call>` … `</tool_call>` for Qwen2.5, JSON
 //!    otherwise), `anyOf` one `{"name": const, "arguments": parameters}` per function, numbers
-//!    bounded ([`crate::constrain::bounds`]); or text that can neither start like a call nor
+//!    bounded and formats a description names (`YYYY-MM-DD`) as patterns
+//!    ([`crate::constrain::bounds`]); or text that can neither start like a call nor
 //!    write one out inside it. So a call always names a defined function and its arguments
 //!    always validate.
-//! 3. **Arguments tidied** to what the question says ([`tidy`]).
+//! 3. **Arguments tidied** to what the question says ([`tidy`]): optional arguments the
+//!    call left out but the question gives are filled in from a second decoding with them
+//!    required (only when the question holds such a value: most calls are decoded once), then
+//!    defaults and made-up values are left out and quoted strings copied.
 //!
 //! The prompt shows the functions in the model's own chat-template tool format when the
 //! template takes `tools` (Qwen2.5's does), else as a compact listing in the system text.
@@ -32,7 +36,9 @@ use serde_json::{json, Value};
 
 pub use functions::{parse_functions, Function, FunctionError};
 
-use crate::constrain::bounds::{bound_arrays, bound_numbers, MAX_ARRAY_ITEMS};
+use crate::constrain::bounds::{
+    bound_arrays, bound_numbers, patterns_from_descriptions, MAX_ARRAY_ITEMS,
+};
 use crate::constrain::{Constraint, ConstraintCompiler, ConstraintError, ConstraintSpec};
 use crate::decode::generate::{GenerateError, StopReason};
 use crate::decode::Decoder;
@@ -165,6 +171,7 @@ fn call_branch(f: &Function) -> Value {
     let mut arguments = f.parameters.clone();
     bound_numbers(&mut arguments);
     bound_arrays(&mut arguments, MAX_ARRAY_ITEMS);
+    patterns_from_descriptions(&mut arguments);
     json!({
         "type": "object",
         "properties": {"name": {"const": f.name}, "arguments": arguments},
@@ -848,6 +855,59 @@ impl FunctionCaller {
             .unwrap_or_else(|| self.parameters() >= FIT_CHECK_MIN_PARAMETERS)
     }
 
+    /// Fills in the optional arguments `call` left out that the question gives
+    /// ([`tidy::fill_candidates`]): the call is decoded again from the prompt `ids` with those
+    /// parameters required, and the values the question holds are taken ([`tidy::fill_in`]).
+    /// Returns what was added and the tokens the second decoding took (0 when there is
+    /// nothing to fill, as for most calls).
+    fn fill_left_out(
+        &mut self,
+        ids: &[u32],
+        call: &mut Call,
+        functions: &[Function],
+        question: &str,
+    ) -> Result<(Vec<String>, usize), CallError> {
+        let Some(f) = functions.iter().find(|f| f.name == call.name) else {
+            return Ok((Vec::new(), 0));
+        };
+        let candidates = tidy::fill_candidates(call, f, question);
+        if candidates.is_empty() {
+            return Ok((Vec::new(), 0));
+        }
+        let mut forced = f.clone();
+        let mut required: Vec<Value> = f
+            .parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        required.extend(candidates.iter().map(|k| Value::String(k.clone())));
+        forced.parameters["required"] = Value::Array(required);
+        let must_call = CallOptions {
+            require_call: true,
+            ..CallOptions::default()
+        };
+        let forced = [forced];
+        let mut constraint = self.constraint(&forced, &must_call)?;
+        let g = self
+            .decoder
+            .generate(ids, DEFAULT_MAX_TOKENS, Some(&mut constraint))?;
+        let again = read_reply(&g.text, self.marker.as_ref())
+            .ok()
+            .and_then(|o| o.calls.into_iter().next());
+        let notes = match again {
+            Some(again) if !g.incomplete => tidy::fill_in(call, &again, f, question, &candidates),
+            _ => Vec::new(),
+        };
+        Ok((
+            notes
+                .into_iter()
+                .map(|n| format!("{}: {n}", call.name))
+                .collect(),
+            g.tokens.len(),
+        ))
+    }
+
     /// Answers one question: the calls (or text) the model chose among `functions`.
     pub fn call(
         &mut self,
@@ -929,6 +989,13 @@ impl FunctionCaller {
         })?;
         output.truncated = !is_call && g.stop == StopReason::MaxTokens;
         let mut tidied = Vec::new();
+        let mut generated_tokens = g.tokens.len();
+        if !opts.raw_arguments && !opts.parallel && output.calls.len() == 1 {
+            let (notes, tokens) =
+                self.fill_left_out(&ids, &mut output.calls[0], functions, question)?;
+            tidied.extend(notes);
+            generated_tokens += tokens;
+        }
         if !opts.raw_arguments {
             for c in &mut output.calls {
                 if let Some(f) = functions.iter().find(|f| f.name == c.name) {
@@ -945,7 +1012,7 @@ impl FunctionCaller {
             tidied,
             prompt_tokens: ids.len(),
             reused_tokens: reused.unwrap_or(g.reused_tokens),
-            generated_tokens: g.tokens.len(),
+            generated_tokens,
             ms: start.elapsed().as_secs_f64() * 1000.0,
         })
     }

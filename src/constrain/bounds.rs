@@ -16,6 +16,11 @@
 //!   definition does not name is one the model made up (`"dryRun"` copied from another
 //!   tool's arguments).
 //!
+//! - Strings whose description gives their format in the usual letters (`YYYY-MM-DD`,
+//!   `HH:MM`, `YYYY-MM`, ...) and whose schema says nothing of it get that format as a
+//!   `pattern` ([`patterns_from_descriptions`]): the 0.5B preset wrote `"2:15:00"` for a time
+//!   described as "HH:MM" and `"01-2025"` for a month described as "YYYY-MM".
+//!
 //! The bounds are for decoding only: a decoded value is checked against the definition as its
 //! author wrote it.
 
@@ -194,5 +199,159 @@ pub fn bound_numbers(schema: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(bound_numbers),
         _ => {}
+    }
+}
+
+/// The formats [`patterns_from_descriptions`] reads in a description, longest first (a
+/// description naming `YYYY-MM-DD` names no `YYYY-MM`), each with the pattern it stands for.
+const DESCRIBED_FORMATS: &[(&str, &str)] = &[
+    ("YYYY-MM-DDTHH:MM:SS", "{date}T{time}:{sec}"),
+    ("YYYY-MM-DD HH:MM:SS", "{date} {time}:{sec}"),
+    ("YYYY-MM-DDTHH:MM", "{date}T{time}"),
+    ("YYYY-MM-DD HH:MM", "{date} {time}"),
+    ("YYYY-MM-DD", "{date}"),
+    ("MM/DD/YYYY", "{mm}/{dd}/[0-9]{4}"),
+    ("DD/MM/YYYY", "{dd}/{mm}/[0-9]{4}"),
+    ("YYYY-MM", "[0-9]{4}-{mm}"),
+    ("HH:MM:SS", "{time}:{sec}"),
+    ("HH:MM", "{time}"),
+];
+
+/// The pattern of a format named in `description`, where it names exactly one of
+/// [`DESCRIBED_FORMATS`] (as a whole token, in capitals or small letters) and offers no
+/// alternative (` or `): "Date in YYYY-MM-DD format" gives the date pattern; "YYYY-MM-DD or
+/// 'today'" gives none.
+pub fn described_pattern(description: &str) -> Option<String> {
+    let upper = description.to_uppercase();
+    if upper.contains(" OR ") {
+        return None;
+    }
+    let is_token_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | ':' | '/');
+    let mut found: Option<&str> = None;
+    let mut prev: Option<char> = None;
+    let mut skip_to = 0;
+    for (i, c) in upper.char_indices() {
+        let starts_token = prev.is_none_or(|p| !is_token_char(p));
+        prev = Some(c);
+        if i < skip_to || !starts_token {
+            continue;
+        }
+        let tail = &upper[i..];
+        // A format ends the token, or is followed by the end of a sentence.
+        let ends = |f: &str| {
+            let mut after = tail[f.len()..].chars();
+            match after.next() {
+                None => true,
+                Some(c) if !is_token_char(c) => true,
+                Some('-' | ':' | '/') => after.next().is_none_or(|c| !is_token_char(c)),
+                Some(_) => false,
+            }
+        };
+        if let Some((f, p)) = DESCRIBED_FORMATS
+            .iter()
+            .find(|(f, _)| tail.starts_with(f) && ends(f))
+        {
+            if found.is_some_and(|g| g != *p) {
+                return None;
+            }
+            found = Some(p);
+            skip_to = i + f.len();
+        }
+    }
+    let p = found?
+        .replace("{date}", "[0-9]{4}-{mm}-{dd}")
+        .replace("{time}", "([01][0-9]|2[0-3]):[0-5][0-9]")
+        .replace("{sec}", "[0-5][0-9]")
+        .replace("{mm}", "(0[1-9]|1[0-2])")
+        .replace("{dd}", "(0[1-9]|[12][0-9]|3[01])");
+    Some(format!("^{p}$"))
+}
+
+/// Adds to every string schema in `schema` that has no `pattern`, `format`, `enum` or `const`
+/// the pattern of the format its `description` names ([`described_pattern`]). The model
+/// then writes `"14:15"` where the definition asks for `HH:MM`, not `"2:15 pm"`.
+pub fn patterns_from_descriptions(schema: &mut Value) {
+    match schema {
+        Value::Object(m) => {
+            let is_string = m.get("type").and_then(Value::as_str) == Some("string");
+            let free = !["pattern", "format", "enum", "const"]
+                .iter()
+                .any(|k| m.contains_key(*k));
+            if is_string && free {
+                if let Some(p) = m
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .and_then(described_pattern)
+                {
+                    m.insert("pattern".into(), Value::String(p));
+                }
+            }
+            for (k, v) in m.iter_mut() {
+                if !matches!(
+                    k.as_str(),
+                    "enum" | "const" | "default" | "examples" | "description"
+                ) {
+                    patterns_from_descriptions(v);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(patterns_from_descriptions),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_format_the_description_names_becomes_the_pattern() {
+        let date = described_pattern("Date in YYYY-MM-DD format.").unwrap();
+        let re = regex::Regex::new(&date).unwrap();
+        assert!(re.is_match("2025-03-03"));
+        for bad in ["2025-3-3", "03/03/2025", "2025-13-01", "today"] {
+            assert!(!re.is_match(bad), "{bad}");
+        }
+        let time =
+            regex::Regex::new(&described_pattern("Start time, HH:MM (24-hour)").unwrap()).unwrap();
+        assert!(time.is_match("14:15") && !time.is_match("2:15:00") && !time.is_match("2:15 PM"));
+        let month = regex::Regex::new(&described_pattern("Month as YYYY-MM").unwrap()).unwrap();
+        assert!(month.is_match("2025-01") && !month.is_match("01-2025"));
+        assert!(
+            regex::Regex::new(&described_pattern("when (yyyy-mm-dd hh:mm)").unwrap())
+                .unwrap()
+                .is_match("2025-01-31 09:05")
+        );
+        // No pattern where the description offers another form, names two, or none.
+        for d in [
+            "Date as YYYY-MM-DD or 'today'",
+            "From YYYY-MM-DD, shown as MM/DD/YYYY",
+            "City name",
+            "Number of YYYYs",
+            "HH:MMM",
+        ] {
+            assert_eq!(described_pattern(d), None, "{d}");
+        }
+        // The same format twice is one format.
+        assert!(described_pattern("YYYY-MM-DD (e.g. 2025-01-31 is YYYY-MM-DD)").is_some());
+    }
+
+    #[test]
+    fn only_free_strings_get_the_described_pattern() {
+        let mut s = json!({"type": "object", "properties": {
+            "date": {"type": "string", "description": "YYYY-MM-DD"},
+            "fixed": {"type": "string", "description": "YYYY-MM-DD", "pattern": "^x$"},
+            "kind": {"type": "string", "description": "HH:MM", "enum": ["a"]},
+            "n": {"type": "integer", "description": "HH:MM"},
+            "list": {"type": "array", "items": {"type": "string", "description": "HH:MM"}}}});
+        patterns_from_descriptions(&mut s);
+        let p = &s["properties"];
+        assert!(p["date"]["pattern"]
+            .as_str()
+            .unwrap()
+            .starts_with("^[0-9]{4}-"));
+        assert_eq!(p["fixed"]["pattern"], "^x$");
+        assert!(p["kind"].get("pattern").is_none() && p["n"].get("pattern").is_none());
+        assert!(p["list"]["items"]["pattern"].is_string());
     }
 }

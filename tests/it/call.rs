@@ -437,3 +437,80 @@ fn number_arguments_cannot_run_on_in_the_call_grammar() {
     assert!(!grammar_allows(&lm, &fs, &format!("{n}{}", digits(16))));
     assert!(!grammar_allows(&lm, &fs, &format!("{n}5.")));
 }
+
+/// Issue 20: the 0.5B preset wrote `"2:15:00"` for a start time described as "HH:MM" and
+/// `"01-2025"` for a month described as "YYYY-MM". A format the description names in the
+/// usual letters is a pattern of the call grammar, so only that form can be written.
+#[test]
+fn a_format_named_in_a_description_is_the_only_form_the_grammar_allows() {
+    let (_dir, path) = tiny_model(&TinySpec::qwen2());
+    let lm = cairn::model::LoadedModel::load(&path, None, &cairn::model::LoadOptions::default())
+        .unwrap();
+    let (fs, _) = functions::from_value(
+        &json!([{"name": "f", "description": "F.", "parameters": {"type": "object",
+            "properties": {"t": {"type": "string", "description": "Start time as HH:MM, 24-hour"},
+                           "m": {"type": "string", "description": "Month in YYYY-MM format"}},
+            "required": ["t", "m"]}}]),
+        "test",
+    )
+    .unwrap();
+    let t = r#"{"name": "f", "arguments": {"t": ""#;
+    assert!(grammar_allows(&lm, &fs, &format!("{t}14:15\"")));
+    for bad in ["2:15", "2:15:00", "14:15 pm", "25:00"] {
+        assert!(!grammar_allows(&lm, &fs, &format!("{t}{bad}\"")), "{bad}");
+    }
+    let m = r#"{"name": "f", "arguments": {"t": "09:05", "m": ""#;
+    assert!(grammar_allows(&lm, &fs, &format!("{m}2025-01\"")));
+    assert!(!grammar_allows(&lm, &fs, &format!("{m}01-2025\"")));
+}
+
+/// Issue 20: the 0.5B preset closed calls before the optional arguments the question gives
+/// ("within 2 km" with no `radius_km`). They are filled in from a second decoding with them
+/// required, keeping only values the question holds; `--raw-arguments` shows the first
+/// decoding, without them.
+#[test]
+fn optional_arguments_the_question_gives_are_filled_in() {
+    let home = tempfile::tempdir().unwrap();
+    let f = home.path().join("places.json");
+    std::fs::write(
+        &f,
+        r#"[{"type": "function", "function": {"name": "find_places",
+            "description": "Finds places of a kind near a location.",
+            "parameters": {"type": "object", "properties": {
+              "location": {"type": "string", "description": "Where to search, e.g. 'Central Station'"},
+              "kind": {"type": "string", "description": "What kind of place, e.g. 'cafe'"},
+              "radius_km": {"type": "number", "description": "How far to search, in kilometres"},
+              "open_now": {"type": "boolean", "description": "Only places open now"},
+              "visit_date": {"type": "string", "description": "Day of the visit, YYYY-MM-DD"}},
+              "required": ["location", "kind"]}}}]"#,
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let out = cairn(home.path())
+            .args(["call", "-v", "--model"])
+            .arg(preset_path("qwen2.5-coder-0.5b"))
+            .arg("--functions")
+            .arg(&f)
+            .args(extra)
+            .arg("Find a pharmacy near Oak Street open now within 2 km")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (r["calls"][0]["arguments"].clone(), stderr)
+    };
+    let (raw, _) = run(&["--raw-arguments"]);
+    assert!(raw.get("radius_km").is_none(), "the first decoding: {raw}");
+    let (a, stderr) = run(&[]);
+    assert_eq!(a["radius_km"].as_f64(), Some(2.0), "{a}");
+    assert_eq!(a["open_now"], true, "{a}");
+    assert!(
+        a.get("visit_date").is_none(),
+        "a made-up date stays out: {a}"
+    );
+    assert!(
+        stderr.contains("`radius_km`: 2, which the question gives"),
+        "{stderr}"
+    );
+}
