@@ -254,6 +254,15 @@ pub enum EventKind {
         /// The task's word for the end it asked for.
         word: String,
     },
+    /// A final answer rested on an sql result that found nothing because a condition asked
+    /// for a value no row holds and the task does not name (`reason = 'consultation'`); it
+    /// was sent back once, with a query to make.
+    EmptyResultCheck {
+        /// The round.
+        round: usize,
+        /// The conditions, as `column = 'value'`.
+        conditions: Vec<String>,
+    },
     /// A final answer repeated cairn's own message about a tool (a note of the guards, an
     /// error or its hint) instead of answering, and was sent back once.
     EchoCheck {

@@ -3,7 +3,9 @@
 //! allowing for rounding. A number found nowhere was made up or computed in the model's head,
 //! which is where the small models go wrong (a price never looked up, a sum never computed);
 //! the loop then says which numbers, once per task, and lets the model look them up or compute
-//! them before answering again.
+//! them before answering again. Beside it, the checks of what an answer rests on: amounts of
+//! the task no call used, the other end of an order, a comparison no query made, and an
+//! empty result from a condition on a value no row holds ([`empty_conditions`]).
 
 use crate::tools::sql::PARTIAL_SAMPLE;
 
@@ -669,9 +671,101 @@ pub fn comparison_message(word: &str) -> String {
     )
 }
 
+/// The conditions of an sql result that found nothing through a value no row holds, as the
+/// sql tool notes them (`(no row of visit has reason = 'consultation'; the values of reason
+/// there are: …)`), each as `column = 'value'` with whether one of `told` (the task, earlier
+/// questions, facts) names the value. One nobody named was made up; one the task names may
+/// be what it asks about ("how many hamsters") or a word of it put in the wrong column
+/// ("consultation fees" as a visit's reason).
+pub fn empty_conditions(observation: &str, told: &[&str]) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
+    for line in observation.lines() {
+        let Some(rest) = line.strip_prefix("(no row of ") else {
+            continue;
+        };
+        let Some((_, cond)) = rest.split_once(" has ") else {
+            continue;
+        };
+        let Some((cond, _)) = cond.split_once("; the values of ") else {
+            continue;
+        };
+        let Some((_, value)) = cond.split_once(" '") else {
+            continue;
+        };
+        let value = value.strip_suffix('\'').unwrap_or(value).replace("''", "'");
+        // `LIKE` patterns are named by their text without the wildcards.
+        let words: Vec<String> = value
+            .to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect();
+        let named =
+            !words.is_empty() && told.iter().any(|t| words.iter().all(|w| holds_word(t, w)));
+        if !out.iter().any(|(c, _)| c == cond) {
+            out.push((cond.to_string(), named));
+        }
+    }
+    out
+}
+
+/// What the loop tells the model when its answer rests on a query that found nothing through
+/// `conditions` (from [`empty_conditions`]): when none is named by the task, to query again;
+/// else to decide whether the task asks about that value.
+pub fn empty_result_message(conditions: &[(String, bool)]) -> String {
+    let list: Vec<&str> = conditions.iter().map(|(c, _)| c.as_str()).collect();
+    let list = list.join(" and ");
+    if conditions.iter().all(|(_, named)| !named) {
+        format!(
+            "[check: the answer rests on a query that found nothing because of {list}: no row \
+             holds that value, and the task does not name it, so the empty result says nothing \
+             about the task. Query again without that condition, or with one of the values \
+             listed above if the task means one of them, then give the final_answer from that \
+             result.]"
+        )
+    } else {
+        format!(
+            "[check: the answer rests on a query that found nothing because of {list}: no row \
+             holds that value in that column (its values are listed above). If the task's word \
+             belongs to something else (another column, or a word describing what to count or \
+             add up), query again without that condition; if the task asks about exactly that \
+             value, query to confirm there is none (another column, or LIKE). Then give the \
+             final_answer from that result.]"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conditions_that_found_nothing_say_whether_the_task_names_their_value() {
+        let obs = "SUM(fee)\nNULL\n(no row of visit has reason = 'consultation'; the values of \
+                   reason there are: 'vaccination', 'annual check-up', …)";
+        let c = "reason = 'consultation'".to_string();
+        assert_eq!(
+            empty_conditions(obs, &["How much in consultation fees is still unpaid?"]),
+            [(c.clone(), true)]
+        );
+        assert_eq!(
+            empty_conditions(obs, &["How much in fees is still unpaid?"]),
+            [(c.clone(), false)]
+        );
+        let like = "n\n0\n(no row of pet has species LIKE '%hamster%'; the values of species \
+                    there are: 'dog', 'cat')";
+        assert_eq!(
+            empty_conditions(like, &["How many hamsters do we treat?"])[0].1,
+            false
+        );
+        assert_eq!(
+            empty_conditions(like, &["How many pets are a hamster?"])[0].1,
+            true
+        );
+        assert!(empty_conditions("n\n3", &["anything"]).is_empty());
+        assert!(empty_result_message(&[(c.clone(), false)]).contains("does not name it"));
+        assert!(empty_result_message(&[(c, true)]).contains("without that condition"));
+    }
 
     #[test]
     fn an_answer_from_a_partial_sample_of_a_table_is_named() {

@@ -100,6 +100,9 @@ struct Rounds {
     order_checked: bool,
     /// Whether an answer was sent back for a comparison no query made.
     comparison_checked: bool,
+    /// Whether an answer was sent back for resting on a query that found nothing through a
+    /// value the task does not name.
+    empty_checked: bool,
     /// The worked example shown before the task, if any.
     example: Option<&'static super::examples::Example>,
     /// Whether an answer was sent back for words copied from the worked example.
@@ -522,6 +525,7 @@ impl<P: Policy> Agent<P> {
             echo_checked: false,
             order_checked: false,
             comparison_checked: false,
+            empty_checked: false,
             example,
             example_checked: false,
             plan_rounds: 0,
@@ -1142,6 +1146,37 @@ impl<P: Policy> Agent<P> {
                     },
                 );
                 return Ok(self.send_back(run, st, done, "comparison_check", observation));
+            }
+        }
+        if self.options.evidence_check && !last_round && !st.empty_checked {
+            // The last sql result found nothing through a value no row holds. Regression:
+            // asked for the unpaid consultation fees, the 1.5B model queried `reason =
+            // 'consultation'` (no visit has that reason; the result said so and listed the
+            // reasons there are) and answered "0 euros". A value nobody named must be
+            // queried again; one the task names may be what it asks about, so the model
+            // decides.
+            let last_sql = st.texts[st.plan_rounds..]
+                .iter()
+                .zip(&steps)
+                .rev()
+                .find(|(_, v)| v.as_ref().is_some_and(|v| v["action"] == "sql"))
+                .map(|(r, _)| r.observation.as_str());
+            let sql_on = st.infos.iter().any(|t| t.name == crate::tools::sql::NAME)
+                && st.guards.is_on(crate::tools::sql::NAME);
+            let mut told: Vec<&str> = vec![task];
+            told.extend(ctx.facts.iter().map(String::as_str));
+            told.extend(ctx.history.iter().map(|(t, _)| t.as_str()));
+            let conditions = last_sql
+                .map(|o| super::evidence::empty_conditions(o, &told))
+                .unwrap_or_default();
+            if sql_on && !conditions.is_empty() {
+                st.empty_checked = true;
+                st.must_query = true;
+                st.must_call = true;
+                let observation = super::evidence::empty_result_message(&conditions);
+                let conditions = conditions.into_iter().map(|(c, _)| c).collect();
+                self.emit(run.start, EventKind::EmptyResultCheck { round, conditions });
+                return Ok(self.send_back(run, st, done, "empty_result_check", observation));
             }
         }
         if self.options.evidence_check && !last_round && !st.evidence_checked {

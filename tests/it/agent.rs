@@ -1076,6 +1076,82 @@ fn a_superlative_answered_from_rows_no_query_compared_is_sent_back_to_query() {
     assert!(checked.is_empty());
 }
 
+/// Regression (issue 19): asked for the unpaid consultation fees, the 1.5B model queried
+/// `reason = 'consultation'` (no visit has that reason: the result said so and listed the
+/// reasons there are), got NULL and answered "0 euros"; sent back once by the evidence
+/// check, it answered the same again. An answer resting on a result that found nothing
+/// through a value no row holds goes back once to a round that may only query; a result
+/// that found rows, or a value that exists, lets the answer stand.
+#[test]
+fn an_answer_from_a_query_that_found_nothing_through_a_missing_value_is_sent_back() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("visits.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE visit (id INTEGER PRIMARY KEY, reason TEXT, fee INTEGER, paid TEXT);
+         INSERT INTO visit VALUES (1, 'vaccination', 48, NULL), (2, 'dental cleaning', 62, NULL),
+           (3, 'vaccination', 48, '2025-01-21');",
+    )
+    .unwrap();
+    drop(conn);
+    let run = |task: &str, first: &str| {
+        let (mut a, events) = agent(
+            vec![
+                step("sql", json!({ "query": first })),
+                answer("0 euros are still unpaid."),
+                step(
+                    "sql",
+                    json!({"query": "SELECT SUM(fee) FROM visit WHERE paid IS NULL"}),
+                ),
+                answer("110 euros are still unpaid."),
+            ],
+            registry(vec![Arc::new(
+                SqlTool::open(&db, SqlOptions::default()).unwrap(),
+            )]),
+            AgentOptions::default(),
+        );
+        let r = a.run_task(task, None);
+        let (mut checked, mut allowed) = (Vec::new(), Vec::new());
+        for k in events.kinds() {
+            match k {
+                EventKind::EmptyResultCheck { conditions, .. } => checked.push(conditions),
+                EventKind::Prompt { allowed: a, .. } => allowed.push(a),
+                _ => {}
+            }
+        }
+        (r, checked, allowed, last_prompt_text(a.policy()))
+    };
+    let made_up = "SELECT SUM(fee) FROM visit WHERE reason = 'consultation' AND paid IS NULL";
+    // The task's own word put in the wrong column, and a value nobody named: both go back.
+    for task in [
+        "How much in consultation fees is still unpaid?",
+        "How much in fees is still unpaid?",
+    ] {
+        let (r, checked, allowed, text) = run(task, made_up);
+        assert_eq!(
+            (r.answer.as_str(), r.rounds),
+            ("110 euros are still unpaid.", 4),
+            "{task}"
+        );
+        assert_eq!(checked, [["reason = 'consultation'"]], "{task}");
+        assert_eq!(allowed[2], ["sql"], "{task}: {allowed:?}");
+        assert!(
+            text.contains("found nothing because of reason = 'consultation'"),
+            "{text}"
+        );
+    }
+    // A value that exists, or a result with rows: no such check (the other checks of an
+    // answer still apply).
+    for first in [
+        "SELECT SUM(fee) FROM visit WHERE reason = 'dental cleaning' AND paid IS NOT NULL",
+        "SELECT SUM(fee) FROM visit WHERE paid IS NULL",
+    ] {
+        let (_, checked, _, _) = run("How much for dental cleaning is still unpaid?", first);
+        assert!(checked.is_empty(), "{first}: {checked:?}");
+    }
+}
+
 /// Regression (issue 19): "I lost my copy of The River Oracle. How much do I have to pay?" was
 /// answered "The book is in the Blue Hall, but I don't know how many seats it has": the worked
 /// example's hall. An answer holding words of the example's own data that the task and its
