@@ -754,14 +754,8 @@ mod tests {
         );
         let like = "n\n0\n(no row of pet has species LIKE '%hamster%'; the values of species \
                     there are: 'dog', 'cat')";
-        assert_eq!(
-            empty_conditions(like, &["How many hamsters do we treat?"])[0].1,
-            false
-        );
-        assert_eq!(
-            empty_conditions(like, &["How many pets are a hamster?"])[0].1,
-            true
-        );
+        assert!(!empty_conditions(like, &["How many hamsters do we treat?"])[0].1);
+        assert!(empty_conditions(like, &["How many pets are a hamster?"])[0].1);
         assert!(empty_conditions("n\n3", &["anything"]).is_empty());
         assert!(empty_result_message(&[(c.clone(), false)]).contains("does not name it"));
         assert!(empty_result_message(&[(c, true)]).contains("without that condition"));
