@@ -991,10 +991,17 @@ impl FunctionCaller {
         let mut tidied = Vec::new();
         let mut generated_tokens = g.tokens.len();
         if !opts.raw_arguments && !opts.parallel && output.calls.len() == 1 {
-            let (notes, tokens) =
-                self.fill_left_out(&ids, &mut output.calls[0], functions, question)?;
-            tidied.extend(notes);
-            generated_tokens += tokens;
+            // The call stands without the second decoding if it fails; the note says so.
+            match self.fill_left_out(&ids, &mut output.calls[0], functions, question) {
+                Ok((notes, tokens)) => {
+                    tidied.extend(notes);
+                    generated_tokens += tokens;
+                }
+                Err(e) => tidied.push(format!(
+                    "{}: optional arguments not filled in: {e}",
+                    output.calls[0].name
+                )),
+            }
         }
         if !opts.raw_arguments {
             for c in &mut output.calls {
