@@ -255,8 +255,8 @@ pub enum EventKind {
         word: String,
     },
     /// A final answer rested on an sql result that found nothing because a condition asked
-    /// for a value no row holds and the task does not name (`reason = 'consultation'`); it
-    /// was sent back once, with a query to make.
+    /// for a value no row holds (`reason = 'consultation'`); it was sent back once, with a
+    /// query to make.
     EmptyResultCheck {
         /// The round.
         round: usize,

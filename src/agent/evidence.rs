@@ -710,8 +710,9 @@ pub fn empty_conditions(observation: &str, told: &[&str]) -> Vec<(String, bool)>
 }
 
 /// What the loop tells the model when its answer rests on a query that found nothing through
-/// `conditions` (from [`empty_conditions`]): when none is named by the task, to query again;
-/// else to decide whether the task asks about that value.
+/// `conditions` (from [`empty_conditions`]): when none is named by the task, to query again
+/// without it; else to query again without it, or to confirm there is none when the task asks
+/// about exactly that value.
 pub fn empty_result_message(conditions: &[(String, bool)]) -> String {
     let list: Vec<&str> = conditions.iter().map(|(c, _)| c.as_str()).collect();
     let list = list.join(" and ");

@@ -101,7 +101,7 @@ struct Rounds {
     /// Whether an answer was sent back for a comparison no query made.
     comparison_checked: bool,
     /// Whether an answer was sent back for resting on a query that found nothing through a
-    /// value the task does not name.
+    /// value no row holds.
     empty_checked: bool,
     /// The worked example shown before the task, if any.
     example: Option<&'static super::examples::Example>,
@@ -1152,9 +1152,9 @@ impl<P: Policy> Agent<P> {
             // The last sql result found nothing through a value no row holds. Regression:
             // asked for the unpaid consultation fees, the 1.5B model queried `reason =
             // 'consultation'` (no visit has that reason; the result said so and listed the
-            // reasons there are) and answered "0 euros". A value nobody named must be
-            // queried again; one the task names may be what it asks about, so the model
-            // decides.
+            // reasons there are) and answered "0 euros"; told only that, it gave the same
+            // answer again, so the next round may only query. The message tells a value the
+            // task never names (made up) from a word of the task (maybe what it asks about).
             let last_sql = st.texts[st.plan_rounds..]
                 .iter()
                 .zip(&steps)

@@ -162,11 +162,9 @@ fn name_words(name: &str) -> Vec<String> {
 fn names_said(name: &str, question_words: &str) -> bool {
     let words = name_words(name);
     !words.is_empty()
-        && words.iter().all(|n| {
-            question_words.split(' ').any(|w| {
-                w == n || (n.len() >= 4 && w.starts_with(n.as_str()) && w.len() <= n.len() + 3)
-            })
-        })
+        && words
+            .iter()
+            .all(|n| question_words.split(' ').any(|w| same_word(w, n)))
 }
 
 /// Number words a question may give a count in ("two seats", "a dozen eggs").
@@ -240,9 +238,13 @@ fn property_names(schema: &Value, out: &mut Vec<String>) {
 /// Whether `word` is one of `name`'s words ([`name_words`]), or starts one of four letters or
 /// more and is at most three letters longer (`stars` for `min_stars`).
 fn word_names(word: &str, name: &str) -> bool {
-    name_words(name).iter().any(|n| {
-        word == n || (n.len() >= 4 && word.starts_with(n.as_str()) && word.len() <= n.len() + 3)
-    })
+    name_words(name).iter().any(|n| same_word(word, n))
+}
+
+/// Whether `word` is the name word `n`, or, when `n` has four letters or more, starts with it
+/// and is at most three letters longer (`cancelled` for `cancel`, `stars` for `star`).
+fn same_word(word: &str, n: &str) -> bool {
+    word == n || (n.len() >= 4 && word.starts_with(n) && word.len() <= n.len() + 3)
 }
 
 /// The question's tokens that hold digits and are not plain numbers (`2024-11-02`, `09:00`,
@@ -367,17 +369,18 @@ pub fn fill_in(
     let words = loose(question);
     let mut names = Vec::new();
     property_names(&function.parameters, &mut names);
+    let given = free_numbers(question);
     for k in candidates {
         // A number followed by a word naming another parameter ("four stars", `min_stars`)
         // is that parameter's, not this one's.
-        let numbers: Vec<f64> = free_numbers(question)
-            .into_iter()
+        let numbers: Vec<f64> = given
+            .iter()
             .filter(|(_, next)| {
                 next.as_deref().is_none_or(|w| {
                     word_names(w, k) || !names.iter().any(|n| n != k && word_names(w, n))
                 })
             })
-            .map(|(n, _)| n)
+            .map(|(n, _)| *n)
             .collect();
         let (Some(v), Some(schema)) = (got.get(k), props.and_then(|p| p.get(k))) else {
             continue;
