@@ -219,6 +219,30 @@ pub enum EventKind {
         /// The numbers, as written in the answer.
         unsupported: Vec<String>,
     },
+    /// A final answer to a task asking which row is at one end of a comparison rested on a
+    /// query of only the value there (`MIN(price)`), and was sent back once to query the row.
+    ExtremeCheck {
+        /// The round.
+        round: usize,
+        /// The task's word for the end (`cheapest`).
+        word: String,
+    },
+    /// A final answer listed, from one result's rows, the amounts of a total the task asks
+    /// for instead of their sum, and was sent back once to add them up.
+    TotalCheck {
+        /// The round.
+        round: usize,
+        /// The amounts, as written in the answer.
+        amounts: Vec<String>,
+    },
+    /// A later final answer gave again values an evidence check had sent back, still found in
+    /// no result, and was sent back once more with the last tool result quoted.
+    AgainCheck {
+        /// The round.
+        round: usize,
+        /// The values, as written in the answer.
+        values: Vec<String>,
+    },
     /// A final answer gave a number of its own while an amount the task gives (`6 nights`,
     /// `15%`) went into no call or reasoning, and was sent back once.
     AmountCheck {

@@ -4,8 +4,11 @@
 //! which is where the small models go wrong (a price never looked up, a sum never computed);
 //! the loop then says which numbers, once per task, and lets the model look them up or compute
 //! them before answering again. Beside it, the checks of what an answer rests on: amounts of
-//! the task no call used, the other end of an order, a comparison no query made, and an
-//! empty result from a condition on a value no row holds ([`empty_conditions`]).
+//! the task no call used, the other end of an order, a comparison no query made, an empty
+//! result from a condition on a value no row holds ([`empty_conditions`]), a total answered
+//! with its parts ([`listed_total`]), the row asked for answered with only its value
+//! ([`selects_only_extremes`]); and the message for an answer that gives again what was sent
+//! back ([`again_message`]).
 
 use crate::tools::sql::PARTIAL_SAMPLE;
 
@@ -247,10 +250,10 @@ fn leading_parts(expr: &str) -> Vec<&str> {
 }
 
 /// The words of `note` split in two: those of the rows under a heading ending in
-/// [`PARTIAL_SAMPLE`] (a few rows of a larger table, shown before the first round), and those
-/// of every other line (passages, schemas, headings, the column-name line under a heading,
-/// notes in parentheses).
-fn split_sample(note: &str) -> (Vec<String>, Vec<String>) {
+/// [`PARTIAL_SAMPLE`] (a few rows of a larger table, shown before the first round), row by
+/// row, and those of every other line (passages, schemas, headings, the column-name line
+/// under a heading, notes in parentheses).
+fn split_sample(note: &str) -> (Vec<Vec<String>>, Vec<String>) {
     let (mut sample, mut rest) = (Vec::new(), Vec::new());
     let mut inside = false;
     let mut header = false;
@@ -266,11 +269,15 @@ fn split_sample(note: &str) -> (Vec<String>, Vec<String>) {
             header = false;
             rest.extend(words(line));
         } else {
-            sample.extend(words(line));
+            sample.push(words(line));
         }
     }
     (sample, rest)
 }
+
+/// The shortest word of a sample row that ties the row to a tool result holding it
+/// ([`from_sample`]): shorter ones ("12", "dog") are shared by chance.
+const LINK_CHARS: usize = 4;
 
 /// The words of `text` of three characters or more, and its numbers of two digits or more
 /// (`-` and `.` inside a word keep it whole: `2014-09-03`, `0.25`).
@@ -289,17 +296,36 @@ fn words(text: &str) -> Vec<String> {
 /// round (see [`split_sample`]) and in none of `elsewhere` (the task, the rest of the context,
 /// earlier turns, tool results). An answer built from three of a table's rows is a guess about
 /// the whole table: asked for the oldest member, the 1.5B model named the oldest of the three
-/// members it was shown.
-pub fn from_sample(answer: &str, notes: &[&str], elsewhere: &[&str]) -> Vec<String> {
-    let (mut sampled, mut other) = (Vec::new(), Vec::new());
+/// members it was shown. A row with a word (of [`LINK_CHARS`] or more) that one of `results`
+/// (the tools' results) holds is no guess: the result points to it. Regression: asked which
+/// employee was hired first, the model queried the earliest hire date only (2019-08-14) and
+/// named the sampled employee with that date, rightly, and was sent back twice for it.
+pub fn from_sample(
+    answer: &str,
+    notes: &[&str],
+    elsewhere: &[&str],
+    results: &[&str],
+) -> Vec<String> {
+    let (mut rows, mut other) = (Vec::new(), Vec::new());
     for n in notes {
         let (s, r) = split_sample(n);
-        sampled.extend(s);
+        rows.extend(s);
         other.extend(r);
     }
-    if sampled.is_empty() {
+    if rows.is_empty() {
         return Vec::new();
     }
+    let found: Vec<String> = results
+        .iter()
+        .flat_map(|t| words(t))
+        .filter(|w| w.chars().count() >= LINK_CHARS)
+        .map(|w| w.to_lowercase())
+        .collect();
+    let (linked, guessed): (Vec<Vec<String>>, Vec<Vec<String>>) = rows
+        .into_iter()
+        .partition(|row| row.iter().any(|w| found.contains(&w.to_lowercase())));
+    let sampled: Vec<String> = guessed.into_iter().flatten().collect();
+    other.extend(linked.into_iter().flatten());
     other.extend(elsewhere.iter().flat_map(|t| words(t)));
     let other: Vec<String> = other.into_iter().map(|w| w.to_lowercase()).collect();
     let mut out: Vec<String> = Vec::new();
@@ -550,6 +576,52 @@ pub fn check_message_with(numbers: &[String], inputs: &[String]) -> String {
     )
 }
 
+/// Lines of a result quoted in [`again_message`], at most.
+const QUOTED_LINES: usize = 12;
+
+/// What the loop tells the model when a later answer gives again `values` that an earlier
+/// check sent back and that no result shows (or that rest on the `inputs` of a calculation
+/// found nowhere), quoting the `last` tool result (its first [`QUOTED_LINES`] lines) for the
+/// answer to rest on.
+pub fn again_message(values: &[String], inputs: &[String], last: Option<&str>) -> String {
+    let mut out = format!(
+        "[check: your answer gives again {}, as the answer sent back before",
+        values.join(", ")
+    );
+    if inputs.is_empty() {
+        out.push_str(&format!(
+            ", and no tool result shows {}.",
+            if values.len() == 1 { "it" } else { "them" }
+        ));
+    } else {
+        out.push_str(&format!(
+            "; it rests on {}, which {} in no tool result and not in the task.",
+            inputs.join(", "),
+            if inputs.len() == 1 {
+                "appears"
+            } else {
+                "appear"
+            }
+        ));
+    }
+    if let Some(last) = last.map(str::trim).filter(|l| !l.is_empty()) {
+        let lines: Vec<&str> = last.lines().collect();
+        out.push_str(" The last tool result was:\n");
+        out.push_str(&lines[..lines.len().min(QUOTED_LINES)].join("\n"));
+        if lines.len() > QUOTED_LINES {
+            out.push_str(&format!("\n(… {} more lines)", lines.len() - QUOTED_LINES));
+        }
+        out.push('\n');
+    } else {
+        out.push(' ');
+    }
+    out.push_str(
+        "Give the final_answer from what the results show, not the answer sent back; if they \
+         do not answer the task, call a tool that does.]",
+    );
+    out
+}
+
 /// What the loop tells the model when its answer holds `numbers` found nowhere.
 pub fn check_message(numbers: &[String]) -> String {
     let list = numbers.join(", ");
@@ -659,6 +731,112 @@ pub fn compares_rows(query: &str) -> bool {
         || words.iter().any(|w| matches!(*w, "MAX" | "MIN"))
 }
 
+/// Nouns after a superlative that name an amount, not a thing ("the highest price"): a task
+/// asking for one of them is answered by a value.
+const AMOUNT_NOUNS: &[&str] = &[
+    "price",
+    "cost",
+    "amount",
+    "fee",
+    "fine",
+    "value",
+    "total",
+    "number",
+    "count",
+    "sum",
+    "weight",
+    "age",
+    "date",
+    "year",
+    "rate",
+    "balance",
+    "stock",
+    "quantity",
+    "salary",
+    "score",
+    "freight",
+    "discount",
+    "temperature",
+    "time",
+    "distance",
+    "percentage",
+    "share",
+];
+
+/// Whether `task` asks which row is at one end of a comparison (who, which one, "what is the
+/// cheapest product") rather than for the value there ("what is the highest price").
+pub fn asks_which(task: &str) -> bool {
+    let lower = task.trim().to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    match words.first() {
+        Some(&("who" | "whose" | "which")) => return true,
+        Some(&"what") => {}
+        _ => return false,
+    }
+    let Some(at) = words.iter().position(|w| SUPERLATIVES.contains(w)) else {
+        return false;
+    };
+    // The noun phrase after it, up to a preposition: a thing unless a word names an amount
+    // ("the largest order total").
+    let phrase: Vec<&str> = words[at + 1..]
+        .iter()
+        .copied()
+        .take_while(|w| !matches!(*w, "of" | "in" | "for" | "at" | "on" | "by" | "to" | "with"))
+        .take(3)
+        .collect();
+    !phrase.is_empty()
+        && !phrase.iter().any(|w| {
+            let singular = w.strip_suffix('s').unwrap_or(w);
+            AMOUNT_NOUNS.contains(w) || AMOUNT_NOUNS.contains(&singular)
+        })
+}
+
+/// Whether `query` selects nothing but maxima and minima (`SELECT MIN(price) FROM products`):
+/// the value at one end, not the row that holds it.
+pub fn selects_only_extremes(query: &str) -> bool {
+    let q = query.trim().to_ascii_uppercase();
+    let Some(rest) = q.strip_prefix("SELECT") else {
+        return false;
+    };
+    // The select list: up to the first FROM outside parentheses.
+    let (mut depth, mut items, mut item, mut end) = (0i32, Vec::new(), String::new(), false);
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        if depth == 0 && c.is_whitespace() && rest[i..].trim_start().starts_with("FROM ") {
+            end = true;
+            break;
+        }
+        item.push(c);
+    }
+    items.push(item);
+    end && items.iter().all(|it| {
+        let it = it.trim();
+        let it = it.split(" AS ").next().unwrap_or(it).trim();
+        (it.starts_with("MIN(") || it.starts_with("MAX(")) && it.ends_with(')')
+    })
+}
+
+/// What the loop tells the model when the task asks which row is the `word` one and the
+/// query gave only the value at that end.
+pub fn extreme_only_message(word: &str) -> String {
+    format!(
+        "[check: the task asks which one is the {word}, but your query returned only the value \
+         (MIN or MAX), not the row that has it. Query the row itself (its name and the value, \
+         ORDER BY the value with LIMIT 1), then give the final_answer naming it.]"
+    )
+}
+
 /// What the loop tells the model when the task asks for the `word` of something and no query
 /// of the task compared rows.
 pub fn comparison_message(word: &str) -> String {
@@ -668,6 +846,72 @@ pub fn comparison_message(word: &str) -> String {
          {word}. Query the table so that it compares them (ORDER BY the value with LIMIT 1, \
          or MAX/MIN, or GROUP BY with an aggregate and ORDER BY it), then give the \
          final_answer from that result.]"
+    )
+}
+
+/// Words of a task that ask for one amount made of several: "the total freight", "how many
+/// in all".
+const TOTAL_WORDS: &[&str] = &[
+    "total",
+    "in total",
+    "in all",
+    "altogether",
+    "combined",
+    "sum",
+];
+
+/// Words of a task that ask for an amount per group or row ("the total of each category"),
+/// where a list of amounts is the answer.
+const PER_WORDS: &[&str] = &["each", "per", "every", "by", "for all", "list", "which"];
+
+/// When `task` asks for a total and `answer` lists amounts instead: two or more numbers of
+/// the answer (those the task gives left aside) stand in different rows of one of the
+/// `results`, and the answer has no number of its own beside them (a sum it computed would
+/// be one). Returns the amounts as the answer writes them. Regression: asked for "the total
+/// freight charged on orders placed in March 2025", the 1.5B model queried the five orders'
+/// freight and answered with the five amounts.
+pub fn listed_total(task: &str, answer: &str, results: &[&str]) -> Option<Vec<String>> {
+    if !TOTAL_WORDS.iter().any(|w| holds_word(task, w))
+        || PER_WORDS.iter().any(|w| holds_word(task, w))
+    {
+        return None;
+    }
+    let given: Vec<f64> = numbers(task).into_iter().map(|(_, v)| v).collect();
+    let mut amounts: Vec<(String, f64)> = Vec::new();
+    for (raw, v) in numbers(answer) {
+        if !given.contains(&v) && !amounts.iter().any(|(_, x)| *x == v) {
+            amounts.push((raw, v));
+        }
+    }
+    if amounts.len() < 2 {
+        return None;
+    }
+    results.iter().rev().find_map(|result| {
+        // The row of the result each amount stands in, by value, as the result writes it.
+        let rows: Vec<Vec<f64>> = result
+            .lines()
+            .skip(1)
+            .map(|l| numbers(l).into_iter().map(|(_, v)| v).collect())
+            .collect();
+        let row_of = |v: f64| rows.iter().position(|r| r.contains(&v));
+        let found: Vec<usize> = amounts.iter().filter_map(|(_, v)| row_of(*v)).collect();
+        let mut distinct = found.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        (found.len() == amounts.len() && distinct.len() >= 2)
+            .then(|| amounts.iter().map(|(r, _)| r.clone()).collect())
+    })
+}
+
+/// What the loop tells the model when the task asks for a total and its answer lists the
+/// `amounts` it is made of.
+pub fn listed_total_message(amounts: &[String]) -> String {
+    format!(
+        "[check: the task asks for one total, but your answer lists {} amounts ({}) instead of \
+         adding them up. Add them with the calculator, or query their sum (SUM(...) over the \
+         same rows), then give the final_answer with the total.]",
+        amounts.len(),
+        amounts.join(", ")
     )
 }
 
@@ -763,6 +1007,79 @@ mod tests {
     }
 
     #[test]
+    fn a_total_answered_with_the_amounts_it_is_made_of_is_named() {
+        let task = "What was the total freight charged on orders placed in March 2025?";
+        let rows = "Freight\n52.45\n50.44\n99.71\n70.22\n57.74";
+        let listed = "The total freight was 52.45 euros, 50.44 euros, 99.71 euros, 70.22 euros, \
+                      and 57.74 euros.";
+        assert_eq!(
+            listed_total(task, listed, &[rows]).unwrap(),
+            ["52.45", "50.44", "99.71", "70.22", "57.74"]
+        );
+        assert!(listed_total_message(&["52.45".into(), "50.44".into()]).contains("2 amounts"));
+        // The sum beside its parts, one amount, a list asked for per group, or amounts found in
+        // no one result: not a listed total.
+        let summed = "The total is 330.56 euros (52.45 + 50.44 + 99.71 + 70.22 + 57.74).";
+        assert!(listed_total(task, summed, &[rows]).is_none());
+        assert!(listed_total(task, "The total freight was 330.56 euros.", &[rows]).is_none());
+        let per = "What is the total freight of each order in March 2025?";
+        assert!(listed_total(per, listed, &[rows]).is_none());
+        assert!(listed_total("What was the freight of order 2?", listed, &[rows]).is_none());
+        assert!(listed_total(task, "52.45 and 50.44", &["Freight\n52.45", "x\n50.44"]).is_none());
+        // A number of the task is not one of the amounts ("in 2025").
+        let one_row = "Freight | year\n52.45 | 2025";
+        assert!(listed_total(task, "52.45 in 2025", &[one_row]).is_none());
+    }
+
+    #[test]
+    fn a_question_of_which_one_answered_by_a_bare_maximum_is_told_apart() {
+        assert!(asks_which("What is the cheapest product?"));
+        assert!(asks_which("Who is the oldest library member?"));
+        assert!(asks_which("Which customer spent the most?"));
+        assert!(!asks_which("What is the highest price of a helmet?"));
+        assert!(!asks_which("What was the largest order total?"));
+        assert!(asks_which("What is the most expensive item in the shop?"));
+        assert!(!asks_which("How many orders are there?"));
+        assert!(selects_only_extremes("SELECT MIN(price) FROM products;"));
+        assert!(selects_only_extremes(
+            "select max(total) as top, min(total) from orders"
+        ));
+        assert!(!selects_only_extremes(
+            "SELECT name, MIN(price) FROM products"
+        ));
+        assert!(!selects_only_extremes(
+            "SELECT name FROM products ORDER BY price LIMIT 1"
+        ));
+        assert!(!selects_only_extremes(
+            "SELECT name FROM products WHERE price = (SELECT MIN(price) FROM products)"
+        ));
+        assert!(extreme_only_message("cheapest").contains("which one is the cheapest"));
+    }
+
+    #[test]
+    fn an_answer_given_again_is_told_the_last_result() {
+        let last = "first_nm | last_nm | dob\nGeorge | Ellis | 1948-08-30\n(ordered by dob: the \
+                    earliest birth date first: the oldest first)";
+        let m = again_message(&["Ben".into(), "Carter".into()], &[], Some(last));
+        assert!(m.contains("gives again Ben, Carter"), "{m}");
+        assert!(m.contains("no tool result shows them"), "{m}");
+        assert!(m.contains("George | Ellis | 1948-08-30"), "{m}");
+        let long: String = (0..20).map(|i| format!("{i}\n")).collect();
+        let m = again_message(&["7".into()], &[], Some(&long));
+        assert!(
+            m.contains("(… 8 more lines)") && !m.contains("\n13\n"),
+            "{m}"
+        );
+        assert!(!again_message(&["7".into()], &[], None).contains("last tool result"));
+        // A value the calculator gave from an input found nowhere: the input is named.
+        let m = again_message(&["449.5".into()], &["420".into()], Some("449.5"));
+        assert!(
+            m.contains("it rests on 420, which appears in no tool result"),
+            "{m}"
+        );
+    }
+
+    #[test]
     fn an_answer_from_a_partial_sample_of_a_table_is_named() {
         let note = "Passages of the user's documents:\n  Members pay 14 euros.\n\n\
                     Some rows of the tables this task's words point to:\n\
@@ -778,22 +1095,42 @@ mod tests {
             from_sample(
                 "Olivia Grant is the oldest member, born 1985-02-11.",
                 &[note],
-                &[task]
+                &[task],
+                &[]
             ),
             vec!["Olivia", "Grant", "1985-02-11"]
         );
         // Rows shown in full (no partial heading), the passages and the column names are not
         // a sample; a value also found in a tool result is evidence.
-        assert!(from_sample("Central Library, 14 euros, first_nm", &[note], &[task]).is_empty());
+        assert!(
+            from_sample("Central Library, 14 euros, first_nm", &[note], &[task], &[]).is_empty()
+        );
         let ordered = "-- loans: 5 of the 9 rows whose member_no is 1001 (query for the others)\n\
                        loan_id | loan_date\n7 | 2025-03-02\n\
                        (ordered by loan_date DESC: the latest date first: the most recent first)";
-        assert!(from_sample("the latest one", &[ordered], &[task]).is_empty());
-        assert!(from_sample("Olivia Grant", &[note], &[task, "first_nm\nOlivia Grant"]).is_empty());
+        assert!(from_sample("the latest one", &[ordered], &[task], &[]).is_empty());
+        assert!(from_sample(
+            "Olivia Grant",
+            &[note],
+            &[task, "first_nm\nOlivia Grant"],
+            &[]
+        )
+        .is_empty());
+        // A row a tool result points to (its birth date, queried alone) is no guess; a
+        // word shorter than LINK_CHARS ("14") ties nothing.
+        let dob = "MIN(dob)\n1985-02-11";
+        assert!(from_sample("Olivia Grant", &[note], &[task], &[dob]).is_empty());
+        assert_eq!(
+            from_sample("Ben Carter", &[note], &[task], &[dob, "n\n14"]),
+            ["Ben", "Carter"]
+        );
         // A calculation on sampled values: the numbers of its expression.
         let fees = "-- visit: 3 of its 30 rows (query for the others)\n\
                     visit_id | fee\n1 | 48\n2 | 62\n3 | 7";
-        assert_eq!(from_sample("48 + 62", &[fees], &[task]), vec!["48", "62"]);
+        assert_eq!(
+            from_sample("48 + 62", &[fees], &[task], &[]),
+            vec!["48", "62"]
+        );
     }
 
     #[test]

@@ -360,6 +360,17 @@ pub fn observation_text(tool: &str, observation: &str) -> String {
     )
 }
 
+/// The data of a tool message made by [`observation_text`]: the lines between its header and
+/// [`DATA_END`] (still as [`as_data`] left them). Any other text is returned whole.
+pub fn observation_data(message: &str) -> &str {
+    match message.split_once('\n') {
+        Some((head, rest)) if head.starts_with("Result of ") && head.ends_with(':') => rest
+            .split_once(&format!("\n{DATA_END}"))
+            .map_or(rest, |(data, _)| data),
+        _ => message,
+    }
+}
+
 /// The tool message of a failed call: the error, as data up to [`DATA_END`] (a manifest
 /// tool's error carries its stderr), and what to do about it.
 pub fn error_text(tool: &str, error: &str) -> String {
@@ -542,6 +553,13 @@ mod tests {
                 "Asked: price of the Rain Jacket | Answer: 119 euros".into(),
             )],
         }
+    }
+
+    #[test]
+    fn the_data_of_a_tool_message_is_read_back_without_its_frame() {
+        let m = observation_text("sql", "freight\n99.71\n");
+        assert_eq!(observation_data(&m), "freight\n99.71");
+        assert_eq!(observation_data("[check: a note]"), "[check: a note]");
     }
 
     #[test]

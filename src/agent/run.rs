@@ -1,6 +1,7 @@
 //! [`Agent`]: the loop of one task, round by round, with every stop condition, retry,
 //! circuit breaker and dead-loop rule of the agent's design.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,6 +23,10 @@ use crate::memory::{
 use crate::model::template::Message;
 use crate::tools::recall::{RecallTool, DEFAULT_K};
 use crate::tools::{ErrorClass, Observation, ToolError, ToolInfo, ToolRegistry};
+
+/// The shortest value an answer gave again that the next round is kept from writing
+/// ([`Rounds::forbid_next`]).
+const MIN_FORBIDDEN_CHARS: usize = 3;
 
 /// The token count short-term memory is budgeted with: a quarter of the characters.
 fn count_tokens(text: &str) -> usize {
@@ -103,6 +108,19 @@ struct Rounds {
     /// Whether an answer was sent back for resting on a query that found nothing through a
     /// value no row holds.
     empty_checked: bool,
+    /// The values the evidence check found no ground for (as the answer wrote them), kept for
+    /// the check of a later answer that gives them again.
+    flagged: Vec<String>,
+    /// Whether an answer was sent back for giving again values already sent back.
+    again_checked: bool,
+    /// Texts the next round may not write (then cleared): the values an answer gave again
+    /// after they were sent back. Told only, the model wrote them a third time.
+    forbid_next: Vec<String>,
+    /// Whether an answer was sent back for listing the amounts of a total the task asks for.
+    total_checked: bool,
+    /// Whether an answer was sent back for resting on a query that gave only the value at
+    /// the end of a comparison the task asks the row of.
+    extreme_checked: bool,
     /// The worked example shown before the task, if any.
     example: Option<&'static super::examples::Example>,
     /// Whether an answer was sent back for words copied from the worked example.
@@ -129,21 +147,27 @@ struct Rounds {
 /// observation) each), that appear only in sample rows of the context `notes`
 /// ([`super::evidence::from_sample`]), not in what the model was `told` (the task, facts,
 /// earlier turns) nor in a tool's result. An expression is checked against every result but
-/// the calculator's own, which echo it; the answer against every result.
+/// the calculator's own, which echo it; the answer against every result. A sample row that
+/// holds a value of a tool's result (not the calculator's) is no guess.
 fn sampled_values(
     answer: &str,
     told: &[&str],
     notes: &[&str],
     rounds: &[(Option<&str>, &str)],
 ) -> Vec<String> {
+    let results: Vec<&str> = rounds
+        .iter()
+        .filter(|(e, _)| e.is_none())
+        .map(|(_, o)| *o)
+        .collect();
     let mut elsewhere: Vec<&str> = told.to_vec();
-    elsewhere.extend(rounds.iter().filter(|(e, _)| e.is_none()).map(|(_, o)| *o));
+    elsewhere.extend(&results);
     let mut found: Vec<String> = Vec::new();
     for e in rounds.iter().filter_map(|(e, _)| *e) {
-        found.extend(super::evidence::from_sample(e, notes, &elsewhere));
+        found.extend(super::evidence::from_sample(e, notes, &elsewhere, &results));
     }
     elsewhere.extend(rounds.iter().filter(|(e, _)| e.is_some()).map(|(_, o)| *o));
-    for v in super::evidence::from_sample(answer, notes, &elsewhere) {
+    for v in super::evidence::from_sample(answer, notes, &elsewhere, &results) {
         if !found.contains(&v) {
             found.push(v);
         }
@@ -526,6 +550,11 @@ impl<P: Policy> Agent<P> {
             order_checked: false,
             comparison_checked: false,
             empty_checked: false,
+            flagged: Vec::new(),
+            again_checked: false,
+            forbid_next: Vec::new(),
+            total_checked: false,
+            extreme_checked: false,
             example,
             example_checked: false,
             plan_rounds: 0,
@@ -647,11 +676,17 @@ impl<P: Policy> Agent<P> {
             return self.budget_stop(&st.prefix, task);
         };
         let step_start = Instant::now();
+        let forbid_next = std::mem::take(&mut st.forbid_next);
+        let forbidden: Cow<[String]> = if forbid_next.is_empty() {
+            Cow::Borrowed(st.guards.forbidden())
+        } else {
+            Cow::Owned([st.guards.forbidden(), &forbid_next].concat())
+        };
         let decoded = self.policy.decode(
             &fitted.messages,
             &step_schema_of(&allowed, with_final),
             self.options.max_step_tokens,
-            st.guards.forbidden(),
+            &forbidden,
         )?;
         let mut record = self.count_step(run, round, &decoded);
         let step = if decoded.complete {
@@ -1148,6 +1183,40 @@ impl<P: Policy> Agent<P> {
                 return Ok(self.send_back(run, st, done, "comparison_check", observation));
             }
         }
+        if self.options.evidence_check && !last_round && !st.extreme_checked {
+            // A task that asks which row is at one end ("What is the cheapest product?"),
+            // answered from a last query that selected only the value there. Regression: the
+            // 1.5B model queried `SELECT MIN(price) FROM products` and answered "the one with
+            // a price of 18.25 euros".
+            let last_query = run
+                .result
+                .tool_calls
+                .iter()
+                .rev()
+                .find(|c| c.ok && c.tool == crate::tools::sql::NAME)
+                .and_then(|c| c.args["query"].as_str());
+            let sql_on = st.infos.iter().any(|t| t.name == crate::tools::sql::NAME)
+                && st.guards.is_on(crate::tools::sql::NAME);
+            if let (Some(word), true, true, true) = (
+                super::evidence::superlative(task),
+                super::evidence::asks_which(task),
+                last_query.is_some_and(super::evidence::selects_only_extremes),
+                sql_on,
+            ) {
+                st.extreme_checked = true;
+                st.must_query = true;
+                st.must_call = true;
+                let observation = super::evidence::extreme_only_message(word);
+                self.emit(
+                    run.start,
+                    EventKind::ExtremeCheck {
+                        round,
+                        word: word.to_string(),
+                    },
+                );
+                return Ok(self.send_back(run, st, done, "extreme_check", observation));
+            }
+        }
         if self.options.evidence_check && !last_round && !st.empty_checked {
             // The last sql result found nothing through a value no row holds. Regression:
             // asked for the unpaid consultation fees, the 1.5B model queried `reason =
@@ -1179,29 +1248,104 @@ impl<P: Policy> Agent<P> {
                 return Ok(self.send_back(run, st, done, "empty_result_check", observation));
             }
         }
-        if self.options.evidence_check && !last_round && !st.evidence_checked {
-            // What the model was told apart from the tools: the task, facts, earlier turns.
-            let mut told: Vec<&str> = vec![task];
-            told.extend(ctx.facts.iter().map(String::as_str));
-            told.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
-            told.extend(
-                ctx.history
-                    .iter()
-                    .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
-            );
-            let notes: Vec<&str> = st.notes.iter().map(String::as_str).collect();
-            let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
-            let rounds: Vec<(Option<&str>, &str)> = st.texts[st.plan_rounds..]
+        // What the model was told apart from the tools: the task, facts, earlier turns; the
+        // context before round 1; and each round as (its calculator expression, if it was a
+        // calculator call; its observation).
+        let mut told: Vec<&str> = vec![task];
+        told.extend(ctx.facts.iter().map(String::as_str));
+        told.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
+        told.extend(
+            ctx.history
+                .iter()
+                .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
+        );
+        let notes: Vec<&str> = st.notes.iter().map(String::as_str).collect();
+        let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
+        let rounds: Vec<(Option<&str>, &str)> = st.texts[st.plan_rounds..]
+            .iter()
+            .zip(&steps)
+            .map(|(r, s)| {
+                let expr = s
+                    .as_ref()
+                    .filter(|v| v["action"] == "calculator")
+                    .and_then(|v| v["args"]["expression"].as_str());
+                (expr, r.observation.as_str())
+            })
+            .collect();
+        if self.options.evidence_check && !last_round && !st.total_checked {
+            let results: Vec<&str> = st.texts[st.plan_rounds..]
                 .iter()
                 .zip(&steps)
-                .map(|(r, s)| {
-                    let expr = s
-                        .as_ref()
-                        .filter(|v| v["action"] == "calculator")
-                        .and_then(|v| v["args"]["expression"].as_str());
-                    (expr, r.observation.as_str())
-                })
+                .filter(|(_, s)| s.as_ref().is_some_and(|v| v["action"] == "sql"))
+                .map(|(r, _)| r.observation.as_str())
                 .collect();
+            if let Some(amounts) = super::evidence::listed_total(task, &answer, &results) {
+                st.total_checked = true;
+                st.must_call = true;
+                let observation = super::evidence::listed_total_message(&amounts);
+                self.emit(run.start, EventKind::TotalCheck { round, amounts });
+                return Ok(self.send_back(run, st, done, "total_check", observation));
+            }
+        }
+        if self.options.evidence_check
+            && !last_round
+            && st.evidence_checked
+            && !st.again_checked
+            && !st.flagged.is_empty()
+        {
+            // A later answer that gives again (in its own text, not only in a calculation) what
+            // the evidence check sent back, still with no result behind it. Regression: "Who is the oldest library member?" answered from
+            // a sample row (Ben Carter), sent back, the right query made (George Ellis, "the
+            // oldest first"), and the first answer given again word for word.
+            // The rounds that called a tool: a sent-back answer's message names the values.
+            let called: Vec<(Option<&str>, &str)> = rounds
+                .iter()
+                .zip(&steps)
+                .filter(|(_, s)| !s.as_ref().is_some_and(|v| v["action"] == FINAL_ANSWER))
+                .map(|(r, _)| *r)
+                .collect();
+            let checked = super::evidence::check(&answer, &base, &called);
+            let sampled = sampled_values(&answer, &told, &notes, &called);
+            let again: Vec<String> = st
+                .flagged
+                .iter()
+                .filter(|v| super::evidence::holds_word(&answer, v))
+                .filter(|v| checked.unsupported.contains(v) || sampled.contains(v))
+                .cloned()
+                .collect();
+            if !again.is_empty() {
+                st.again_checked = true;
+                // Regression: library-sql-10 wrote "Ben Carter" a third time with the right
+                // row quoted to it. Short values ("48") are left out: as text they are parts of
+                // other numbers too ("148").
+                st.forbid_next = again
+                    .iter()
+                    .filter(|v| v.chars().count() >= MIN_FORBIDDEN_CHARS)
+                    .cloned()
+                    .collect();
+                // The last tool result, which the answer should rest on.
+                let last = st.texts[st.plan_rounds..]
+                    .iter()
+                    .zip(&steps)
+                    .rev()
+                    .find(|(_, s)| {
+                        s.as_ref()
+                            .is_some_and(|v| v["action"] != FINAL_ANSWER && v["action"] != REASON)
+                    })
+                    .map(|(r, _)| super::prompt::observation_data(&r.observation));
+                let observation =
+                    super::evidence::again_message(&again, &checked.ungrounded_inputs, last);
+                self.emit(
+                    run.start,
+                    EventKind::AgainCheck {
+                        round,
+                        values: again,
+                    },
+                );
+                return Ok(self.send_back(run, st, done, "again_check", observation));
+            }
+        }
+        if self.options.evidence_check && !last_round && !st.evidence_checked {
             let checked = super::evidence::check(&answer, &base, &rounds);
             let missing = checked.unsupported;
             let flagged = if missing.is_empty() {
@@ -1264,6 +1408,9 @@ impl<P: Policy> Agent<P> {
             };
             if let Some((event, observation)) = flagged {
                 st.evidence_checked = true;
+                if let EventKind::EvidenceCheck { unsupported, .. } = &event {
+                    st.flagged = unsupported.clone();
+                }
                 st.must_call = true;
                 self.emit(run.start, event);
                 return Ok(self.send_back(run, st, done, "evidence_check", observation));

@@ -1152,6 +1152,234 @@ fn an_answer_from_a_query_that_found_nothing_through_a_missing_value_is_sent_bac
     }
 }
 
+/// A database of five orders with their freight and one product priced per row, for the
+/// checks of what an answer's query selected.
+fn orders_db(dir: &std::path::Path) -> std::path::PathBuf {
+    let db = dir.join("orders.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, placed TEXT, freight REAL);
+         INSERT INTO orders VALUES (1, '2025-03-02', 52.45), (2, '2025-03-09', 50.44),
+           (3, '2025-03-20', 99.71), (4, '2025-04-01', 70.22);
+         CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT, price REAL);
+         INSERT INTO products VALUES (1, 'Repair Kit', 18.25), (2, 'Helmet', 49.9),
+           (3, 'Bell', 21.0);",
+    )
+    .unwrap();
+    db
+}
+
+/// Runs `steps` on the orders database for `task`: the result, the check events the test
+/// picks with `pick`, the actions each round allowed, the last prompt's text, and the texts
+/// each round was kept from writing.
+fn run_on_orders<T>(
+    task: &str,
+    steps: Vec<Value>,
+    pick: impl Fn(&EventKind) -> Option<T>,
+) -> (
+    cairn::agent::AgentResult,
+    Vec<T>,
+    Vec<Vec<String>>,
+    String,
+    Vec<Vec<String>>,
+) {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = orders_db(dir.path());
+    let (mut a, events) = agent(
+        steps,
+        registry(vec![Arc::new(
+            SqlTool::open(&db, SqlOptions::default()).unwrap(),
+        )]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(task, None);
+    let (mut picked, mut allowed) = (Vec::new(), Vec::new());
+    for k in events.kinds() {
+        if let EventKind::Prompt { allowed: a, .. } = &k {
+            allowed.push(a.clone());
+        }
+        picked.extend(pick(&k));
+    }
+    let forbidden = a.policy().forbidden.clone();
+    (r, picked, allowed, last_prompt_text(a.policy()), forbidden)
+}
+
+/// Regression (issue 19): asked for "the total freight charged on orders placed in March
+/// 2025", the 1.5B model queried the orders' freight and answered with the amounts one by
+/// one. Such an answer is sent back once, to a round that must call a tool; an answer with
+/// the sum, or a task asking per row, is not.
+#[test]
+fn a_total_answered_with_the_amounts_it_is_made_of_is_sent_back_once() {
+    let task = "What was the total freight charged on orders placed in March 2025?";
+    let query = json!({"query": "SELECT freight FROM orders WHERE placed LIKE '2025-03%'"});
+    let pick = |k: &EventKind| match k {
+        EventKind::TotalCheck { amounts, .. } => Some(amounts.clone()),
+        _ => None,
+    };
+    let (r, checked, allowed, text, _) = run_on_orders(
+        task,
+        vec![
+            step("sql", query.clone()),
+            answer("The total freight was 52.45, 50.44 and 99.71 euros."),
+            calc("52.45 + 50.44 + 99.71"),
+            answer("The total freight was 202.6 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("The total freight was 202.6 euros.", 4)
+    );
+    assert_eq!(checked, [["52.45", "50.44", "99.71"]]);
+    assert!(
+        !allowed[2].contains(&"final_answer".to_string()),
+        "{allowed:?}"
+    );
+    assert!(text.contains("asks for one total"), "{text}");
+    for (task, said) in [
+        (task, "The total freight was 202.6 euros."),
+        (
+            "What was the freight of each order placed in March 2025?",
+            "The freight was 52.45, 50.44 and 99.71 euros.",
+        ),
+    ] {
+        let steps = vec![step("sql", query.clone()), answer(said)];
+        let (_, checked, _, _, _) = run_on_orders(task, steps, pick);
+        assert!(checked.is_empty(), "{task}: {checked:?}");
+    }
+}
+
+/// Regression (issue 19): "What is the cheapest product?" was answered "the one with a price
+/// of 18.25 euros" from `SELECT MIN(price) FROM products`. A task asking which row is at one
+/// end, answered from a query of only the value there, is sent back once to a round that may
+/// only query; a task asking for the value itself is not.
+#[test]
+fn a_question_of_which_one_answered_from_a_bare_minimum_is_sent_back_once() {
+    let pick = |k: &EventKind| match k {
+        EventKind::ExtremeCheck { word, .. } => Some(word.clone()),
+        _ => None,
+    };
+    let bare = json!({"query": "SELECT MIN(price) FROM products"});
+    let (r, checked, allowed, text, _) = run_on_orders(
+        "What is the cheapest product?",
+        vec![
+            step("sql", bare.clone()),
+            answer("The cheapest product costs 18.25 euros."),
+            step(
+                "sql",
+                json!({"query": "SELECT name, price FROM products ORDER BY price LIMIT 1"}),
+            ),
+            answer("The cheapest product is the Repair Kit, at 18.25 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("The cheapest product is the Repair Kit, at 18.25 euros.", 4)
+    );
+    assert_eq!(checked, ["cheapest"]);
+    assert_eq!(allowed[2], ["sql"], "{allowed:?}");
+    assert!(text.contains("not the row that has it"), "{text}");
+    let (r, checked, _, _, _) = run_on_orders(
+        "What is the lowest price of a product?",
+        vec![
+            step("sql", bare),
+            answer("The lowest price is 18.25 euros."),
+        ],
+        pick,
+    );
+    assert!(checked.is_empty(), "{checked:?}");
+    assert_eq!(r.rounds, 2);
+}
+
+/// Regression (issue 19): "Who is the oldest library member?" was answered from a sample row,
+/// sent back, queried right (George Ellis, "the oldest first"), and then answered with the
+/// first, rejected answer word for word. An answer giving again values the evidence check
+/// sent back, still in no result, goes back once more with the last result quoted, and the
+/// next round may not write those values again.
+#[test]
+fn an_answer_given_again_after_it_was_sent_back_is_sent_back_with_the_last_result() {
+    let pick = |k: &EventKind| match k {
+        EventKind::AgainCheck { values, .. } => Some(values.clone()),
+        _ => None,
+    };
+    let query = json!({"query": "SELECT freight FROM orders WHERE id = 3"});
+    let (r, checked, _, text, forbidden) = run_on_orders(
+        "What was the freight of order 3?",
+        vec![
+            answer("The freight of order 3 was 64.10 euros."),
+            step("sql", query.clone()),
+            answer("The freight of order 3 was 64.10 euros."),
+            answer("The freight of order 3 was 99.71 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("The freight of order 3 was 99.71 euros.", 4)
+    );
+    assert_eq!(checked, [["64.10"]]);
+    assert!(text.contains("gives again 64.10"), "{text}");
+    assert!(
+        text.contains("The last tool result was:\nfreight\n99.71"),
+        "{text}"
+    );
+    // The round after may not write the value again; the others are not held to it.
+    let none: [&str; 0] = [];
+    assert_eq!(forbidden[3], ["64.10"]);
+    assert_eq!(forbidden[..3], [none, none, none]);
+    // A value too short to keep out as text ("64" is in "164") is only told.
+    let (r, checked, _, _, forbidden) = run_on_orders(
+        "What was the freight of order 3?",
+        vec![
+            answer("The freight of order 3 was 64 euros."),
+            step("sql", query),
+            answer("The freight of order 3 was 64 euros."),
+            answer("The freight of order 3 was 64 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds, checked.len()),
+        ("The freight of order 3 was 64 euros.", 4, 1)
+    );
+    assert!(forbidden.iter().all(Vec::is_empty), "{forbidden:?}");
+}
+
+/// Regression (issue 19): "The total consultation fees for visits in March 2025 were 381
+/// euros", right after a query, was sent back as giving again 48 and 62: sampled fees that
+/// only the first answer's calculation had used. Only values the answer itself writes count.
+#[test]
+fn a_new_answer_is_not_sent_back_for_values_of_an_earlier_calculation() {
+    let pick = |k: &EventKind| match k {
+        EventKind::EvidenceCheck { unsupported, .. } => Some(("evidence", unsupported.clone())),
+        EventKind::AgainCheck { values, .. } => Some(("again", values.clone())),
+        _ => None,
+    };
+    let (r, checked, _, _, _) = run_on_orders(
+        "What was the total freight of the orders placed in March 2025?",
+        vec![
+            calc("52.45 + 50.44"),
+            answer("The total freight was 102.89 euros."),
+            step(
+                "sql",
+                json!({"query": "SELECT SUM(freight) FROM orders WHERE placed LIKE '2025-03%'"}),
+            ),
+            answer("The total freight was 202.6 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("The total freight was 202.6 euros.", 4)
+    );
+    assert_eq!(
+        checked,
+        [("evidence", vec!["52.45".to_string(), "50.44".into()])]
+    );
+}
+
 /// Regression (issue 19): "I lost my copy of The River Oracle. How much do I have to pay?" was
 /// answered "The book is in the Blue Hall, but I don't know how many seats it has": the worked
 /// example's hall. An answer holding words of the example's own data that the task and its
