@@ -24,8 +24,8 @@ use crate::model::template::Message;
 use crate::tools::recall::{RecallTool, DEFAULT_K};
 use crate::tools::{ErrorClass, Observation, ToolError, ToolInfo, ToolRegistry};
 
-/// The shortest value an answer gave again that the next round is kept from writing
-/// ([`Rounds::forbid_next`]).
+/// The shortest value (a name, a date, a code: not a plain number) an answer gave again
+/// that the next round is kept from writing ([`Rounds::forbid_next`]).
 const MIN_FORBIDDEN_CHARS: usize = 3;
 
 /// The token count short-term memory is budgeted with: a quarter of the characters.
@@ -1316,11 +1316,14 @@ impl<P: Policy> Agent<P> {
             if !again.is_empty() {
                 st.again_checked = true;
                 // Regression: library-sql-10 wrote "Ben Carter" a third time with the right
-                // row quoted to it. Short values ("48") are left out: as text they are parts of
-                // other numbers too ("148").
+                // row quoted to it. Names, dates and codes only: a number kept out as text
+                // came back as "449. 5", and a short value ("Al") is part of other words.
                 st.forbid_next = again
                     .iter()
-                    .filter(|v| v.chars().count() >= MIN_FORBIDDEN_CHARS)
+                    .filter(|v| {
+                        v.chars().count() >= MIN_FORBIDDEN_CHARS
+                            && v.chars().any(|c| c.is_alphabetic() || c == '-')
+                    })
                     .cloned()
                     .collect();
                 // The last tool result, which the answer should rest on.

@@ -1304,32 +1304,37 @@ fn an_answer_given_again_after_it_was_sent_back_is_sent_back_with_the_last_resul
         EventKind::AgainCheck { values, .. } => Some(values.clone()),
         _ => None,
     };
-    let query = json!({"query": "SELECT freight FROM orders WHERE id = 3"});
+    // The context shows three of the four orders; the last one placed is not among them.
+    let guess = "Order 3 was placed last, on 2025-03-20.";
     let (r, checked, _, text, forbidden) = run_on_orders(
-        "What was the freight of order 3?",
+        "Which order was placed last?",
         vec![
-            answer("The freight of order 3 was 64.10 euros."),
-            step("sql", query.clone()),
-            answer("The freight of order 3 was 64.10 euros."),
-            answer("The freight of order 3 was 99.71 euros."),
+            answer(guess),
+            step(
+                "sql",
+                json!({"query": "SELECT id, placed FROM orders ORDER BY placed DESC LIMIT 1"}),
+            ),
+            answer(guess),
+            answer("Order 4 was placed last, on 2025-04-01."),
         ],
         pick,
     );
     assert_eq!(
         (r.answer.as_str(), r.rounds),
-        ("The freight of order 3 was 99.71 euros.", 4)
+        ("Order 4 was placed last, on 2025-04-01.", 4)
     );
-    assert_eq!(checked, [["64.10"]]);
-    assert!(text.contains("gives again 64.10"), "{text}");
+    assert_eq!(checked, [["2025-03-20"]]);
+    assert!(text.contains("gives again 2025-03-20"), "{text}");
     assert!(
-        text.contains("The last tool result was:\nfreight\n99.71"),
+        text.contains("The last tool result was:\nid | placed\n4 | 2025-04-01"),
         "{text}"
     );
     // The round after may not write the value again; the others are not held to it.
     let none: [&str; 0] = [];
-    assert_eq!(forbidden[3], ["64.10"]);
+    assert_eq!(forbidden[3], ["2025-03-20"]);
     assert_eq!(forbidden[..3], [none, none, none]);
-    // A value too short to keep out as text ("64" is in "164") is only told.
+    let query = json!({"query": "SELECT freight FROM orders WHERE id = 3"});
+    // A plain number is only told: kept out as text, "449.5" came back as "449. 5".
     let (r, checked, _, _, forbidden) = run_on_orders(
         "What was the freight of order 3?",
         vec![
