@@ -48,6 +48,12 @@ pub const SETTINGS: &[Setting] = &[
         doc: "Threads used by the model's matrix multiplications; at most four per core (and 1024).",
     },
     Setting {
+        flag: "--huge-pages",
+        env: "CAIRN_HUGE_PAGES",
+        default: "off",
+        doc: "Native engine on Linux: read the model's file into memory held in 2 MB pages instead of using the file's own 4 KB pages in place. Decodes faster where memory bandwidth bounds it (the 1.5B preset 8-25% faster on a 2-core AMD EPYC, the 0.5B 17%), at the cost of a slower load (about 1.5 s instead of 0.25 s for the 1.5B); an error if the memory or its 2 MB pages cannot be had.",
+    },
+    Setting {
         flag: "--keep-quant",
         env: "CAIRN_KEEP_QUANT",
         default: "off",
@@ -181,6 +187,9 @@ pub struct Config {
     pub threads: usize,
     /// A cap on the CPU kernels' instruction set (`CAIRN_ISA`); `None`: the best the CPU has.
     pub isa: Option<crate::model::cpu::kernels::Isa>,
+    /// Native engine: hold the model file's bytes in memory backed by 2 MB pages
+    /// (`--huge-pages`) instead of mapping the file.
+    pub huge_pages: bool,
     /// Candle engine: re-quantize Q4_1/Q5_0/Q5_1 tensors to Q8_0 at load.
     pub requantize: bool,
     /// The forward pass to use.
@@ -289,6 +298,7 @@ impl Default for Config {
                 .map(|n| n.get())
                 .unwrap_or(1),
             isa: None,
+            huge_pages: env_flag("CAIRN_HUGE_PAGES"),
             requantize: !env_flag("CAIRN_KEEP_QUANT"),
             engine: crate::model::Engine::default(),
             device: crate::model::DeviceSpec::default(),

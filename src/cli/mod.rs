@@ -47,6 +47,11 @@ pub struct GlobalArgs {
     /// core). [env: CAIRN_THREADS]
     #[arg(long, global = true, value_name = "N")]
     pub threads: Option<usize>,
+    /// Native engine on Linux: read the model file into memory backed by 2 MB pages instead
+    /// of mapping it (faster decoding where memory bandwidth bounds it, a slower load).
+    /// [env: CAIRN_HUGE_PAGES]
+    #[arg(long, global = true)]
+    pub huge_pages: bool,
     /// With `--engine candle`: keep Q4_1/Q5_0/Q5_1 tensors as stored instead of
     /// re-quantizing them to Q8_0 at load (the native engine always keeps them).
     /// [env: CAIRN_KEEP_QUANT]
@@ -177,6 +182,7 @@ impl GlobalArgs {
         if self.keep_quant {
             config.requantize = false;
         }
+        config.huge_pages |= self.huge_pages;
         if let Some(v) = crate::config::env_nonempty("CAIRN_ENGINE") {
             config.engine = v
                 .trim()
@@ -290,7 +296,7 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     let out = &printer;
     let result = config.and_then(|config| {
-        init_runtime(config.threads, config.isa);
+        init_runtime(config.threads, config.isa, config.huge_pages);
         let config = &config;
         match cli.command {
             Command::Run(args) => commands::run::run(config, out, &args),
@@ -337,8 +343,10 @@ fn ignore_file_size_signal() {
 }
 
 /// Sets what the model runtime fixes once per process, before its first use: the CPU pool's
-/// threads and the cap on the kernels' instruction set (`CAIRN_ISA`).
-fn init_runtime(threads: usize, isa: Option<crate::model::cpu::kernels::Isa>) {
+/// threads, the cap on the kernels' instruction set (`CAIRN_ISA`), and whether model files
+/// are read into memory of 2 MB pages (`--huge-pages`).
+fn init_runtime(threads: usize, isa: Option<crate::model::cpu::kernels::Isa>, huge_pages: bool) {
+    crate::model::gguf::set_huge_pages(huge_pages);
     // The candle engine sizes its threads (candle's and rayon's) from the same setting when a
     // model is loaded on it (`LoadOptions::threads`).
     crate::model::cpu::pool::set_threads(threads);

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
@@ -31,6 +32,103 @@ pub struct GgufFile {
 }
 
 const GGUF_MAGIC: &[u8; 4] = b"GGUF";
+
+/// Whether [`GgufFile::mapped`] reads the file into memory of 2 MB pages ([`huge_copy`])
+/// instead of mapping it: `--huge-pages`, set once per process by the CLI.
+static HUGE_PAGES: AtomicBool = AtomicBool::new(false);
+
+/// Sets whether model files are read into memory backed by 2 MB pages (`--huge-pages`).
+pub fn set_huge_pages(on: bool) {
+    HUGE_PAGES.store(on, Ordering::Relaxed);
+}
+
+/// Whether model files are read into memory backed by 2 MB pages ([`set_huge_pages`]).
+pub fn huge_pages() -> bool {
+    HUGE_PAGES.load(Ordering::Relaxed)
+}
+
+/// A copy of the file `f` (`len` bytes) in anonymous memory the kernel is asked to back with
+/// 2 MB pages, read by the CPU pool's threads in parallel (`pread`, so the file's pages are
+/// never mapped into this process and the peak memory is the copy's). Decoding streams every
+/// weight once per token: with 4 KB pages the CPU's prefetchers stop at every page and its
+/// address cache misses 256 times a megabyte. A 2-core AMD EPYC (Zen 4) read 29–31 GB/s from
+/// the mapped file and 33–34 GB/s from such a copy (a test program, 2 threads). Errors when
+/// the memory cannot be had, or when the kernel holds none of it in 2 MB pages
+/// (transparent huge pages turned off): the copy would then only cost time. A file smaller
+/// than one such page is copied all the same (tests, tiny models).
+#[cfg(target_os = "linux")]
+fn huge_copy(f: &File, len: usize) -> std::io::Result<memmap2::Mmap> {
+    use std::os::unix::fs::FileExt;
+    let mut anon = memmap2::MmapMut::map_anon(len)?;
+    anon.advise(memmap2::Advice::HugePage)?;
+    const CHUNK: usize = 8 << 20;
+    let pieces = len.div_ceil(CHUNK);
+    struct Dst(*mut u8);
+    // SAFETY: each piece writes its own range of the buffer.
+    unsafe impl Sync for Dst {}
+    impl Dst {
+        fn at(&self, i: usize) -> *mut u8 {
+            self.0.wrapping_add(i)
+        }
+    }
+    let dst = Dst(anon.as_mut_ptr());
+    let failed = std::sync::Mutex::new(None);
+    super::cpu::pool::global().run(pieces, &|p| {
+        let (a, b) = (p * CHUNK, ((p + 1) * CHUNK).min(len));
+        // SAFETY: `a..b` is inside the buffer and no other piece writes it.
+        let out = unsafe { std::slice::from_raw_parts_mut(dst.at(a), b - a) };
+        if let Err(e) = f.read_exact_at(out, a as u64) {
+            *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        }
+    });
+    if let Some(e) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    // A file under one huge page can have none.
+    if len >= HUGE_PAGE && huge_kb(&anon) == Some(0) {
+        return Err(std::io::Error::other(
+            "the kernel gave no 2 MB pages for it (is /sys/kernel/mm/transparent_hugepage/enabled `never`?); run without --huge-pages",
+        ));
+    }
+    anon.make_read_only()
+}
+
+/// The size of a transparent huge page on x86-64 (and of the pages [`huge_copy`] asks for).
+#[cfg(target_os = "linux")]
+const HUGE_PAGE: usize = 2 << 20;
+
+/// How many kilobytes of `map` the kernel holds in huge pages (`AnonHugePages` of its entry
+/// in `/proc/self/smaps`); `None` when that cannot be read.
+#[cfg(target_os = "linux")]
+fn huge_kb(map: &memmap2::MmapMut) -> Option<u64> {
+    let start = format!("{:x}-", map.as_ptr() as usize);
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let entry = smaps
+        .split('\n')
+        .skip_while(|l| !l.starts_with(&start))
+        .skip(1);
+    for line in entry {
+        if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| w.contains('-') && !w.ends_with(':'))
+        {
+            break;
+        }
+        if let Some(kb) = line.strip_prefix("AnonHugePages:") {
+            return kb.trim().trim_end_matches("kB").trim().parse().ok();
+        }
+    }
+    None
+}
+
+/// Off Linux there are no transparent huge pages to ask for.
+#[cfg(not(target_os = "linux"))]
+fn huge_copy(_f: &File, _len: usize) -> std::io::Result<memmap2::Mmap> {
+    Err(std::io::Error::other(
+        "--huge-pages works on Linux only; run without it",
+    ))
+}
 
 impl GgufFile {
     /// Opens and validates a GGUF file: magic, header, and that every tensor's data lies
@@ -211,11 +309,15 @@ impl GgufFile {
             None => {
                 // SAFETY: the mapping is read-only, and the file is not modified while mapped
                 // (see above); `open` checked that every tensor lies inside the file.
-                let m = unsafe { memmap2::Mmap::map(self.reader.get_ref()) }.map_err(|source| {
-                    ModelError::Io {
-                        path: self.path.clone(),
-                        source,
-                    }
+                let m = if huge_pages() {
+                    let len = usize::try_from(self.file_size).unwrap_or(usize::MAX);
+                    huge_copy(self.reader.get_ref(), len)
+                } else {
+                    unsafe { memmap2::Mmap::map(self.reader.get_ref()) }
+                }
+                .map_err(|source| ModelError::Io {
+                    path: self.path.clone(),
+                    source,
                 })?;
                 let m = Arc::new(m);
                 self.map = Some(m.clone());

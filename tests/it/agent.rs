@@ -1169,20 +1169,22 @@ fn orders_db(dir: &std::path::Path) -> std::path::PathBuf {
     db
 }
 
-/// Runs `steps` on the orders database for `task`: the result, the check events the test
-/// picks with `pick`, the actions each round allowed, the last prompt's text, and the texts
-/// each round was kept from writing.
-fn run_on_orders<T>(
-    task: &str,
-    steps: Vec<Value>,
-    pick: impl Fn(&EventKind) -> Option<T>,
-) -> (
+/// What [`run_on_orders`] returns: the result, the check events the test picked, the actions
+/// each round allowed, the last prompt's text, and the texts each round was kept from writing.
+type OrdersRun<T> = (
     cairn::agent::AgentResult,
     Vec<T>,
     Vec<Vec<String>>,
     String,
     Vec<Vec<String>>,
-) {
+);
+
+/// Runs `steps` on the orders database for `task`, picking check events with `pick`.
+fn run_on_orders<T>(
+    task: &str,
+    steps: Vec<Value>,
+    pick: impl Fn(&EventKind) -> Option<T>,
+) -> OrdersRun<T> {
     use cairn::tools::sql::{SqlOptions, SqlTool};
     let dir = tempfile::tempdir().unwrap();
     let db = orders_db(dir.path());

@@ -201,6 +201,41 @@ fn the_engine_flag_picks_the_forward_pass_and_rejects_unknown_names() {
         ));
 }
 
+/// `--huge-pages` reads the model file into memory of 2 MB pages: the same tokens come out
+/// as from the file mapped in place, and the load report says which it was. (A file of a
+/// few kilobytes is copied without any such page; off Linux the flag is an error that says
+/// to run without it, never a silent fallback.)
+#[test]
+fn huge_pages_decode_the_same_tokens_or_say_why_they_cannot() {
+    let (dir, model) = tiny_model(&TinySpec::qwen2());
+    let run = |huge: bool| {
+        let mut cmd = cairn(dir.path());
+        cmd.args(["-v", "generate", "--max-tokens", "12", "--model"])
+            .arg(&model)
+            .arg("one two three");
+        if huge {
+            cmd.arg("--huge-pages");
+        }
+        cmd.output().unwrap()
+    };
+    let mapped = run(false);
+    succeeded(&mapped);
+    assert!(String::from_utf8_lossy(&mapped.stderr).contains("used in place from the file"));
+    let huge = run(true);
+    let stderr = String::from_utf8_lossy(&huge.stderr);
+    if cfg!(target_os = "linux") {
+        assert!(huge.status.success(), "{stderr}");
+        assert_eq!(huge.stdout, mapped.stdout, "{stderr}");
+        assert!(
+            stderr.contains("read into 2 MB pages (--huge-pages)"),
+            "{stderr}"
+        );
+    } else {
+        assert!(stderr.contains("run without it"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
 /// `--device cpu` is the default spelled out: the native engine, or candle with `--engine
 /// candle`; a GPU asked of a build without its feature, or the native engine asked to run on
 /// a GPU, is a usage error before anything loads.

@@ -168,10 +168,15 @@ pub fn run(config: &Config, printer: &Printer, args: &BenchArgs) -> anyhow::Resu
         )?;
         writeln!(
             out,
-            "load     {:.0} ms   {} MB file, {} MB of weights used in place, {} re-quantized{}",
+            "load     {:.0} ms   {} MB file, {} MB of weights {}, {} re-quantized{}",
             report.load_ms,
             report.file_bytes / 1_000_000,
             report.mapped_bytes / 1_000_000,
+            if crate::model::gguf::huge_pages() {
+                "read into 2 MB pages (--huge-pages)"
+            } else {
+                "used in place"
+            },
             report.requantized_tensors,
             if report.requantized_types.is_empty() {
                 String::new()

@@ -68,7 +68,7 @@ pub fn load_model(
         let c = &lm.model.config;
         let stats = &lm.model.report.stats;
         printer.detail(&format!(
-            "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} MB used in place from the file, {} tensors re-quantized to Q8_0{}, engine {}{}{}) in {:.2} s",
+            "loaded {} ({}, {} layers, width {}, context {}, {} MB of weights, {} MB {}, {} tensors re-quantized to Q8_0{}, engine {}{}{}) in {:.2} s",
             path.display(),
             c.arch,
             c.layers,
@@ -76,6 +76,11 @@ pub fn load_model(
             c.context,
             stats.weight_bytes / 1_000_000,
             stats.mapped_bytes / 1_000_000,
+            if crate::model::gguf::huge_pages() {
+                "read into 2 MB pages (--huge-pages)"
+            } else {
+                "used in place from the file"
+            },
             stats.requantized,
             if stats.requantized == 0 {
                 String::new()
