@@ -143,6 +143,15 @@ struct Rounds {
     must_query: bool,
 }
 
+impl Rounds {
+    /// Whether the task has the sql tool and it is still on: a check that sends an answer
+    /// back for a query only applies then (the round after may only query).
+    fn sql_on(&self) -> bool {
+        self.infos.iter().any(|t| t.name == crate::tools::sql::NAME)
+            && self.guards.is_on(crate::tools::sql::NAME)
+    }
+}
+
 /// The values of `answer`, and of the calculator expressions of `rounds` ((expression,
 /// observation) each), that appear only in sample rows of the context `notes`
 /// ([`super::evidence::from_sample`]), not in what the model was `told` (the task, facts,
@@ -1162,8 +1171,7 @@ impl<P: Policy> Agent<P> {
                 .filter_map(|c| c.args["query"].as_str())
                 .collect();
             // Only while the sql tool is still on: the round after may only query.
-            let sql_on = st.infos.iter().any(|t| t.name == crate::tools::sql::NAME)
-                && st.guards.is_on(crate::tools::sql::NAME);
+            let sql_on = st.sql_on();
             if let (Some(word), false, true) = (
                 super::evidence::superlative(task),
                 queries.is_empty() || queries.iter().any(|q| super::evidence::compares_rows(q)),
@@ -1195,8 +1203,7 @@ impl<P: Policy> Agent<P> {
                 .rev()
                 .find(|c| c.ok && c.tool == crate::tools::sql::NAME)
                 .and_then(|c| c.args["query"].as_str());
-            let sql_on = st.infos.iter().any(|t| t.name == crate::tools::sql::NAME)
-                && st.guards.is_on(crate::tools::sql::NAME);
+            let sql_on = st.sql_on();
             if let (Some(word), true, true, true) = (
                 super::evidence::superlative(task),
                 super::evidence::asks_which(task),
@@ -1230,8 +1237,7 @@ impl<P: Policy> Agent<P> {
                 .rev()
                 .find(|(_, v)| v.as_ref().is_some_and(|v| v["action"] == "sql"))
                 .map(|(r, _)| r.observation.as_str());
-            let sql_on = st.infos.iter().any(|t| t.name == crate::tools::sql::NAME)
-                && st.guards.is_on(crate::tools::sql::NAME);
+            let sql_on = st.sql_on();
             let mut told: Vec<&str> = vec![task];
             told.extend(ctx.facts.iter().map(String::as_str));
             told.extend(ctx.history.iter().map(|(t, _)| t.as_str()));
