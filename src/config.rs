@@ -51,7 +51,7 @@ pub const SETTINGS: &[Setting] = &[
         flag: "--huge-pages",
         env: "CAIRN_HUGE_PAGES",
         default: "off",
-        doc: "Native engine on Linux: read the model's file into memory held in 2 MB pages instead of using the file's own 4 KB pages in place. Decodes faster where memory bandwidth bounds it (the 1.5B preset 8-25% faster on a 2-core AMD EPYC, the 0.5B 17%), at the cost of a slower load (about 1.5 s instead of 0.25 s for the 1.5B); an error if the memory or its 2 MB pages cannot be had.",
+        doc: "Native engine on Linux: read the model's file into memory held in 2 MB pages instead of using the file's own 4 KB pages in place. Decodes faster where memory bandwidth bounds it (the 1.5B preset 8-25% faster on a 2-core AMD EPYC, the 0.5B 17%), at the cost of a slower load (about 1.5 s instead of 0.25 s for the 1.5B); an error if the memory or its 2 MB pages cannot be had, and with the candle engine.",
     },
     Setting {
         flag: "--keep-quant",

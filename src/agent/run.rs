@@ -167,7 +167,7 @@ fn sampled_values(
     let results: Vec<&str> = rounds
         .iter()
         .filter(|(e, _)| e.is_none())
-        .map(|(_, o)| *o)
+        .map(|(_, o)| super::prompt::observation_data(o))
         .collect();
     let mut elsewhere: Vec<&str> = told.to_vec();
     elsewhere.extend(&results);
@@ -1283,7 +1283,7 @@ impl<P: Policy> Agent<P> {
                 .iter()
                 .zip(&steps)
                 .filter(|(_, s)| s.as_ref().is_some_and(|v| v["action"] == "sql"))
-                .map(|(r, _)| r.observation.as_str())
+                .map(|(r, _)| super::prompt::observation_data(&r.observation))
                 .collect();
             if let Some(amounts) = super::evidence::listed_total(task, &answer, &results) {
                 st.total_checked = true;
@@ -1300,10 +1300,11 @@ impl<P: Policy> Agent<P> {
             && !st.flagged.is_empty()
         {
             // A later answer that gives again (in its own text, not only in a calculation) what
-            // the evidence check sent back, still with no result behind it. Regression: "Who is the oldest library member?" answered from
-            // a sample row (Ben Carter), sent back, the right query made (George Ellis, "the
-            // oldest first"), and the first answer given again word for word.
-            // The rounds that called a tool: a sent-back answer's message names the values.
+            // the evidence check sent back, still with no result behind it. Regression: "Who is
+            // the oldest library member?" answered from a sample row (Ben Carter), sent back,
+            // the right query made (George Ellis, "the oldest first"), and the first answer
+            // given again word for word. Only the rounds that called a tool count: a sent-back
+            // answer's message names the values.
             let called: Vec<(Option<&str>, &str)> = rounds
                 .iter()
                 .zip(&steps)

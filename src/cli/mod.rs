@@ -224,6 +224,13 @@ impl GlobalArgs {
             }
             config.engine = crate::model::Engine::Candle;
         }
+        if config.huge_pages && config.engine != crate::model::Engine::Native {
+            // The candle engine reads tensors its own way: the flag would do nothing.
+            anyhow::bail!(
+                "{} with the candle engine: the 2 MB pages are for the native engine's weights only; leave it out, or use --engine native on the CPU",
+                if self.huge_pages { "--huge-pages" } else { "CAIRN_HUGE_PAGES" }
+            );
+        }
         if let Some(m) = &self.memory {
             config.memory = m.clone();
             config.memory_named = true;

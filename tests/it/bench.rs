@@ -234,6 +234,16 @@ fn huge_pages_decode_the_same_tokens_or_say_why_they_cannot() {
         assert!(stderr.contains("run without it"), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+    // The candle engine has its own reader: the flag would do nothing there, so it is refused.
+    cairn(dir.path())
+        .args(["generate", "--engine", "candle", "--huge-pages", "--model"])
+        .arg(&model)
+        .arg("one")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--huge-pages with the candle engine",
+        ));
 }
 
 /// `--device cpu` is the default spelled out: the native engine, or candle with `--engine
