@@ -6,6 +6,12 @@
 //! (to the right); unary minus binds looser than `^`, so `-2^2` is `-4`. `%` is the remainder
 //! with the sign of the dividend (`-3 % 2` is `-1`).
 //!
+//! Dates: a date written `YYYY-MM-DD` minus another gives the days from the second to the
+//! first (`2025-09-11 - 2025-09-08` is `3`), the one thing a date may do; anywhere else it is
+//! an error that says so, never the arithmetic `2025 - 9 - 11`. A task's dates come from
+//! tables as text, and the days between two of them ("how many days after it was placed was
+//! the order shipped?") were answered with the day of the month.
+//!
 //! Values are [`Num::Exact`], a reduced fraction of big integers (`num-bigint` and
 //! `num-rational`), for everything that stays rational: integers of any size (`2^127`),
 //! decimals (`0.1+0.2` is exactly `0.3`) and fractions (`1/3`). Irrational operations (the
@@ -92,6 +98,11 @@ pub fn expression_pattern() -> String {
 /// The hint of an error that has none of its own.
 const GENERAL_HINT: &str = "write one expression with numbers, + - * / % ^ !, parentheses and \
                             the listed functions";
+
+/// The hint of a date used other than as one end of a difference of two dates.
+const DATE_HINT: &str = "a date (YYYY-MM-DD) minus another gives the days between them: \
+                         2025-09-11 - 2025-09-08 gives 3; put the difference in parentheses \
+                         to compute with it: (2025-09-11 - 2025-09-08) * 24";
 
 /// The hint of a result over the size limit.
 const SIZE_HINT: &str = "exact results may have at most 1000 digits (numerator and denominator \
@@ -523,6 +534,8 @@ enum Kind {
     LParen,
     RParen,
     Comma,
+    /// A date `YYYY-MM-DD`, as its day number (days since 1970-01-01), and its text.
+    Date(i64, String),
 }
 
 impl Kind {
@@ -534,6 +547,7 @@ impl Kind {
             Kind::LParen => "`(`".into(),
             Kind::RParen => "`)`".into(),
             Kind::Comma => "`,`".into(),
+            Kind::Date(_, text) => format!("date `{text}`"),
         }
     }
 }
@@ -631,6 +645,20 @@ fn lex(expr: &str) -> Result<Vec<Token>, CalcError> {
             i += 1;
             continue;
         }
+        if let Some((day, len)) = date_at(&chars[i..]) {
+            let text: String = chars[i..i + len].iter().collect();
+            let day = day.ok_or_else(|| CalcError {
+                message: format!("`{text}` is not a date of the calendar"),
+                position: pos,
+                hint: Some(DATE_HINT),
+            })?;
+            out.push(Token {
+                kind: Kind::Date(day, text),
+                pos,
+            });
+            i += len;
+            continue;
+        }
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
             let kind = lex_number(&chars, &mut i)?;
@@ -672,6 +700,115 @@ fn lex(expr: &str) -> Result<Vec<Token>, CalcError> {
         };
         out.push(Token { kind, pos });
         i += 1;
+    }
+    fold_dates(out)
+}
+
+/// When `chars` begins with a date `YYYY-MM-DD` (four digits, two, two, not followed by a
+/// digit or a decimal point): its day number, `None` when it is no day of the calendar
+/// (`2025-02-30`), and its length.
+fn date_at(chars: &[char]) -> Option<(Option<i64>, usize)> {
+    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = chars.get(r)?;
+        part.iter().all(char::is_ascii_digit).then(|| {
+            part.iter()
+                .fold(0, |n, c| n * 10 + i64::from(*c as u8 - b'0'))
+        })
+    };
+    let year = digits(0..4)?;
+    if chars.get(4) != Some(&'-') || chars.get(7) != Some(&'-') {
+        return None;
+    }
+    let (month, day) = (digits(5..7)?, digits(8..10)?);
+    if chars
+        .get(10)
+        .is_some_and(|c| c.is_ascii_digit() || *c == '.')
+    {
+        return None;
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => 0,
+    };
+    let valid = (1..=days_in_month).contains(&day);
+    Some((valid.then(|| day_number(year, month, day)), 10))
+}
+
+/// Days from 1970-01-01 to the date (proleptic Gregorian calendar; negative before it).
+fn day_number(year: i64, month: i64, day: i64) -> i64 {
+    // Years counted from March, so the leap day ends the year (H. Hinnant's `days_from_civil`).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The tokens with each `DATE - DATE` made the number of days between the dates. The
+/// difference must stand alone in its sum (after the start, `(`, `,` or `+`; before the end,
+/// `)`, `,`, `+` or `-`), so that no operator around it binds to one date alone; any other
+/// date is an error.
+fn fold_dates(tokens: Vec<Token>) -> Result<Vec<Token>, CalcError> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let Kind::Date(first, text) = &tokens[i].kind else {
+            out.push(tokens[i].clone());
+            i += 1;
+            continue;
+        };
+        let pos = tokens[i].pos;
+        let second = match (tokens.get(i + 1).map(|t| &t.kind), tokens.get(i + 2)) {
+            (
+                Some(Kind::Op('-')),
+                Some(Token {
+                    kind: Kind::Date(d, t),
+                    ..
+                }),
+            ) => Some((*d, t)),
+            _ => None,
+        };
+        let before_ok = matches!(
+            out.last().map(|t| &t.kind),
+            None | Some(Kind::LParen | Kind::Comma | Kind::Op('+'))
+        );
+        let after_ok = matches!(
+            tokens.get(i + 3).map(|t| &t.kind),
+            None | Some(Kind::RParen | Kind::Comma | Kind::Op('+' | '-'))
+        );
+        match second {
+            Some((d, t)) if before_ok && after_ok => {
+                let days = BigRational::from_integer(BigInt::from(first - d));
+                out.push(Token {
+                    kind: Kind::Number(days, format!("{text} - {t}")),
+                    pos,
+                });
+                i += 3;
+            }
+            Some(_) => {
+                return Err(CalcError {
+                    message: format!(
+                        "the difference of dates from `{text}` is next to an operator that \
+                         would take one date alone"
+                    ),
+                    position: pos,
+                    hint: Some(DATE_HINT),
+                })
+            }
+            None => {
+                return Err(CalcError {
+                    message: format!("the date `{text}` can only have another date taken from it"),
+                    position: pos,
+                    hint: Some(DATE_HINT),
+                })
+            }
+        }
     }
     Ok(out)
 }
@@ -1387,6 +1524,54 @@ mod tests {
         assert_eq!(
             ok("2^200"),
             "1606938044258990275541962092341162602522202993782792835301376"
+        );
+    }
+
+    /// Regression: "How many days after it was placed was order 10259 shipped?" (placed
+    /// 2025-09-08, shipped 2025-09-11) was answered "11 days", the day of the month, and then
+    /// `20 - 12`: the calculator read a date as `2025 - 9 - 11`.
+    #[test]
+    fn the_days_between_two_dates_are_their_difference() {
+        assert_eq!(ok("2025-09-11 - 2025-09-08"), "3");
+        assert_eq!(ok("2025-09-08 - 2025-09-11"), "-3");
+        // Across months, a leap day, years, and in parentheses to compute with.
+        assert_eq!(ok("2025-03-01 - 2025-02-28"), "1");
+        assert_eq!(ok("2024-03-01 - 2024-02-28"), "2");
+        assert_eq!(ok("2026-01-06 - 2025-12-28"), "9");
+        assert_eq!(ok("2000-01-01 - 1970-01-01"), "10957");
+        assert_eq!(ok("(2025-09-11 - 2025-09-08) * 24"), "72");
+        assert_eq!(ok("2025-09-11 - 2025-09-08 - 1"), "2");
+        assert_eq!(ok("10 + 2025-09-11 - 2025-09-08"), "13");
+        assert_eq!(ok("max(2025-09-11 - 2025-09-08, 5)"), "5");
+        // Not dates: a number with a decimal point or more digits, and plain subtraction.
+        assert_eq!(ok("2025-09-110"), "1906");
+        assert_eq!(ok("2025 - 9 - 11"), "2005");
+    }
+
+    #[test]
+    fn a_date_is_only_ever_taken_from_another() {
+        for (expr, at) in [
+            ("2025-09-11", 1),
+            ("2025-09-11 + 2025-09-08", 1),
+            ("2025-09-11 - 3", 1),
+            ("2 * 2025-09-11 - 2025-09-08", 5),
+            ("2025-09-11 - 2025-09-08 * 2", 1),
+            ("10 - 2025-09-11 - 2025-09-08", 6),
+        ] {
+            let e = fails(expr);
+            assert_eq!(e.position, at, "{expr}: {e}");
+            assert_eq!(e.hint, Some(DATE_HINT), "{expr}");
+        }
+        let e = fails("2025-02-30 - 2025-02-01");
+        assert!(e.message.contains("`2025-02-30` is not a date"), "{e}");
+        // The tool's error names the date and says how to use one.
+        let err = CalculatorTool
+            .run(&serde_json::json!({"expression": "2025-09-11 * 2"}))
+            .unwrap_err()
+            .to_observation_text();
+        assert!(
+            err.contains("2025-09-11") && err.contains("days between"),
+            "{err}"
         );
     }
 
