@@ -31,6 +31,12 @@ pub struct Example {
     /// The names and words of the example's own data ("Blue Hall", "seats"): an answer that
     /// holds one the task and its results do not is the example copied ([`echoed`]).
     pub own: &'static [&'static str],
+    /// Groups of words: a task must hold a word of each group for the example to be shown
+    /// (no groups: any task). The days between two dates are worth showing for a task that
+    /// asks for days and relates two times ("days … after", "days … take"), not for every
+    /// task that says "days" ("within how many days can goods be returned") or "before"
+    /// ("before VAT").
+    pub needs: &'static [&'static [&'static str]],
 }
 
 /// The bank.
@@ -49,6 +55,7 @@ pub const BANK: &[Example] = &[
         )],
         answer: r#"{"thought":"The reasoning found 232 rolls sold.","action":"final_answer","args":{"answer":"The bakery sells 232 rolls."}}"#,
         own: &["bakery", "bakes", "rolls"],
+        needs: &[],
     },
     Example {
         name: "percent_problem_reasoned",
@@ -62,6 +69,7 @@ pub const BANK: &[Example] = &[
         )],
         answer: r#"{"thought":"The reasoning found 58 euros.","action":"final_answer","args":{"answer":"58 euros is paid for the coat."}}"#,
         own: &["coat", "voucher"],
+        needs: &[],
     },
     Example {
         name: "word_problem",
@@ -82,6 +90,7 @@ pub const BANK: &[Example] = &[
         ],
         answer: r#"{"thought":"270 baked, 38 not sold: 232 sold.","action":"final_answer","args":{"answer":"The bakery sells 232 rolls."}}"#,
         own: &["bakery", "bakes", "rolls"],
+        needs: &[],
     },
     Example {
         name: "arithmetic",
@@ -95,6 +104,7 @@ pub const BANK: &[Example] = &[
         )],
         answer: r#"{"thought":"The result answers the task.","action":"final_answer","args":{"answer":"48 * 25 = 1200."}}"#,
         own: &[],
+        needs: &[],
     },
     Example {
         name: "percent_problem",
@@ -115,6 +125,7 @@ pub const BANK: &[Example] = &[
         ],
         answer: r#"{"thought":"68 minus 10 is 58.","action":"final_answer","args":{"answer":"58 euros is paid for the coat."}}"#,
         own: &["coat", "voucher"],
+        needs: &[],
     },
     Example {
         name: "lookup",
@@ -128,6 +139,7 @@ pub const BANK: &[Example] = &[
         )],
         answer: r#"{"thought":"The result gives the seats.","action":"final_answer","args":{"answer":"The Blue Hall has 420 seats."}}"#,
         own: &["Blue Hall", "seats", "halls"],
+        needs: &[],
     },
     Example {
         name: "lookup_then_arithmetic",
@@ -148,6 +160,31 @@ pub const BANK: &[Example] = &[
         ],
         answer: r#"{"thought":"4 tickets at 32.5 cost 130.","action":"final_answer","args":{"answer":"4 tickets for Hamlet cost 130 euros."}}"#,
         own: &["Hamlet", "tickets", "ticket"],
+        needs: &[],
+    },
+    Example {
+        name: "dates_between",
+        task: "How many days after it was made was booking 7 paid?",
+        cues: "between after before since until passed elapsed took late later earlier date dates",
+        tools: &["sql", "calculator"],
+        calls: &[
+            (
+                r#"{"thought":"Steps: look up both dates of booking 7, then take the earlier date from the later one with the calculator. First, the dates.","action":"sql","args":{"query":"SELECT made_on, paid_on FROM bookings WHERE booking_id = 7"}}"#,
+                "sql",
+                "made_on | paid_on\n2024-03-02 | 2024-04-14",
+            ),
+            (
+                r#"{"thought":"The days between two dates are the later date minus the earlier one.","action":"calculator","args":{"expression":"2024-04-14 - 2024-03-02"}}"#,
+                "calculator",
+                "43",
+            ),
+        ],
+        answer: r#"{"thought":"From 2024-03-02 to 2024-04-14 is 43 days.","action":"final_answer","args":{"answer":"Booking 7 was paid 43 days after it was made."}}"#,
+        own: &["booking", "bookings"],
+        needs: &[
+            &["day", "days", "weeks", "months"],
+            &["after", "since", "until", "between", "take", "took", "late", "early", "later", "earlier"],
+        ],
     },
     Example {
         name: "count",
@@ -161,6 +198,7 @@ pub const BANK: &[Example] = &[
         )],
         answer: r#"{"thought":"The count is 3.","action":"final_answer","args":{"answer":"3 shows are on in May 2024."}}"#,
         own: &[],
+        needs: &[],
     },
     Example {
         name: "search",
@@ -174,6 +212,7 @@ pub const BANK: &[Example] = &[
         )],
         answer: r#"{"thought":"The rules say 15 minutes early.","action":"final_answer","args":{"answer":"Visitors should arrive 15 minutes before a guided tour."}}"#,
         own: &["guided tour", "visitors"],
+        needs: &[],
     },
     Example {
         name: "search_then_arithmetic",
@@ -194,6 +233,7 @@ pub const BANK: &[Example] = &[
         ],
         answer: r#"{"thought":"3 items at 1.50 make 4.50.","action":"final_answer","args":{"answer":"3 coats cost 4.50 euros in the cloakroom."}}"#,
         own: &["cloakroom", "coats"],
+        needs: &[],
     },
     Example {
         name: "direct",
@@ -203,6 +243,7 @@ pub const BANK: &[Example] = &[
         calls: &[],
         answer: r#"{"thought":"This needs no tool: it is general knowledge.","action":"final_answer","args":{"answer":"'Thank you' in German is 'Danke'."}}"#,
         own: &[],
+        needs: &[],
     },
 ];
 
@@ -290,11 +331,20 @@ pub fn choose(task: &str, tools: &[ToolInfo]) -> Option<&'static Example> {
     let have: HashSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let named = named_tools(task, tools);
     let numbers = holds_number(task);
+    let said: HashSet<String> = task
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .collect();
     let usable: Vec<&Example> = BANK
         .iter()
         .filter(|e| e.tools.iter().all(|t| have.contains(t)))
         .filter(|e| named.is_empty() || e.tools.iter().all(|t| named.contains(t)))
         .filter(|e| numbers || !computes_alone(e))
+        .filter(|e| {
+            e.needs
+                .iter()
+                .all(|group| group.iter().any(|w| said.contains(*w)))
+        })
         .collect();
     let docs: Vec<Vec<String>> = usable
         .iter()
@@ -483,6 +533,26 @@ mod tests {
             Some("arithmetic")
         );
         assert_eq!(name("anything", &[]), Some("direct"));
+        // The days between two dates of a row: both looked up, one taken from the other.
+        assert_eq!(
+            name(
+                "How many days after it was placed was order 10259 shipped?",
+                &all
+            ),
+            Some("dates_between")
+        );
+        assert_eq!(
+            name("How many days did order 10277 take to ship?", &all),
+            Some("dates_between")
+        );
+        // A period the documents give is no difference of two dates, nor is "before VAT".
+        for task in [
+            "Within how many days of delivery can unopened goods be returned?",
+            "How many days before a vaccination is due is a reminder sent?",
+            "An invoice comes to 200 euros before VAT. What is it with VAT added?",
+        ] {
+            assert_ne!(name(task, &all), Some("dates_between"), "{task}");
+        }
         // With the `reason` action offered, word problems are shown worked with it.
         let with_reason = [info("calculator"), info("sql"), info("reason")];
         let word =
