@@ -1595,3 +1595,32 @@ fn a_row_named_by_its_key_is_shown_before_the_first_round() {
     let context = tool.context_for("When was order 42 placed?", None).unwrap();
     assert!(context.contains("-- orders: no row has id 42"), "{context}");
 }
+
+/// Regression: "Order 10252 comes back unopened … How much is the restocking fee?" (8% of
+/// the returned goods' value) showed the order row alone before the first round, and the
+/// 1.5B model took its freight for the goods' value. The rows that point to a keyed row (the
+/// order's lines, with the products they point to) are shown after it.
+#[test]
+fn the_rows_that_point_to_a_keyed_row_are_shown_with_it() {
+    let db = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/trade.sqlite");
+    let tool = SqlTool::open(&db, SqlOptions::default()).unwrap();
+    let context = tool
+        .context_for("What is order 10252 worth?", None)
+        .unwrap();
+    let order = context
+        .find("the row whose Order ID is 10252")
+        .unwrap_or_else(|| panic!("{context}"));
+    let lines = context
+        .find("every row whose Order ID is the Order ID of the Order rows above")
+        .unwrap_or_else(|| panic!("{context}"));
+    assert!(order < lines, "{context}");
+    assert!(
+        context[lines..].contains("10252 | 8 | 31 | 9 | 0"),
+        "{context}"
+    );
+    assert!(context[lines..].contains("Ikura"), "the product: {context}");
+    // A key no row has shows no lines.
+    let context = tool.context_for("What is order 99 worth?", None).unwrap();
+    assert!(context.contains("no row has Order ID 99"), "{context}");
+    assert!(!context.contains("every row whose"), "{context}");
+}

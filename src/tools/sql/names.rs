@@ -239,16 +239,30 @@ impl SqlTool {
                 let Ok(r) = run_query(conn, &sql, &self.options) else {
                     continue;
                 };
-                let heading = if r.text.contains("(no rows)") {
-                    format!("-- {}: no row has {pk} {key}", self.bare.shown(t))
-                } else {
+                let found = !r.text.contains("(no rows)");
+                let heading = if found {
                     format!("-- {}: the row whose {pk} is {key}", self.bare.shown(t))
+                } else {
+                    format!("-- {}: no row has {pk} {key}", self.bare.shown(t))
                 };
                 let block = self.block(conn, &sql, &heading, &r);
                 if out.len() + block.len() > max_chars {
                     break;
                 }
                 out.push_str(&block);
+                if found {
+                    // The rows that point to it (an order's lines, a visit's treatments):
+                    // shown only the order row, the 1.5B model took its freight for the value
+                    // of the goods in "Order 10252 comes back …: how much is the restocking
+                    // fee (8% of the goods' value)?".
+                    let condition = format!("{} = {key}", quote(&pk));
+                    let linked = self.linked_rows(
+                        conn,
+                        (t, &condition),
+                        max_chars.saturating_sub(out.len()),
+                    );
+                    out.push_str(&linked);
+                }
             }
             out
         })
@@ -397,30 +411,40 @@ impl SqlTool {
                 out.push_str(&block);
             }
             if let Some(best) = holders.first().filter(|h| h.rows <= 2 && !out.is_empty()) {
-                let linked = self.linked_rows(conn, best, max_chars.saturating_sub(out.len()));
+                let linked = self.linked_rows(
+                    conn,
+                    (&best.table, &best.condition),
+                    max_chars.saturating_sub(out.len()),
+                );
                 out.push_str(&linked);
             }
             out
         })
     }
 
-    /// The rows of other tables whose foreign key points to `holder`'s named rows.
-    fn linked_rows(&self, conn: &Connection, holder: &Holder, max_chars: usize) -> String {
+    /// The rows of other tables whose foreign key points to the rows of `table` that
+    /// `condition` (an SQL condition on them) picks: the named or keyed rows.
+    fn linked_rows(
+        &self,
+        conn: &Connection,
+        (table, condition): (&str, &str),
+        max_chars: usize,
+    ) -> String {
         let mut out = String::new();
         let mut tables = 0;
         for t in self.tables.iter().take(MAX_TABLES) {
             if tables == LINKED_TABLES {
                 break;
             }
-            if *t == holder.table {
+            if t == table {
                 continue;
             }
             let Some((from, to)) = foreign_keys(conn, t)
                 .into_iter()
-                .find(|(_, to_table, _)| to_table.eq_ignore_ascii_case(&holder.table))
+                .find(|(_, to_table, _)| to_table.eq_ignore_ascii_case(table))
                 .and_then(|(from, _, to)| {
                     let to = to.or_else(|| {
-                        column_types(conn, &holder.table)
+                        column_types(conn, table)
                             .into_iter()
                             .find(|(_, _, pk)| *pk)
                             .map(|(c, _, _)| c)
@@ -433,8 +457,8 @@ impl SqlTool {
             let keys = format!(
                 "SELECT {} FROM {} WHERE {}",
                 quote(&to),
-                quote(&holder.table),
-                holder.condition
+                quote(table),
+                condition
             );
             let filter = format!("{} IN ({keys})", quote(&from));
             let Ok(count) = conn.query_row(
@@ -467,12 +491,12 @@ impl SqlTool {
             let heading = if count as usize > listed {
                 format!(
                     "-- {shown}: {listed} of the {count} rows whose {from} is the {to} of the {} rows above {PARTIAL_SAMPLE}",
-                    holder.table
+                    table
                 )
             } else {
                 format!(
                     "-- {shown}: every row whose {from} is the {to} of the {} rows above",
-                    holder.table
+                    table
                 )
             };
             // The rows their other keys point to (a loan's member): without them the model
