@@ -188,6 +188,44 @@ CHECKS = {
         "trade-two-17": (
             'SELECT "Ship Via" FROM "Order" GROUP BY "Ship Via" ORDER BY count(*) DESC LIMIT 1',
             lambda r: {"Speedy Express": 2, "United Package": 4}[r[0][0]]),
+        "trade-sql-31": (
+            'SELECT count(*) FROM "Products" p JOIN "Suppliers" s ON s."Supplier ID" = p."Supplier ID" '
+            "WHERE s.\"Company Name\" = 'Tokyo Traders'", None),
+        "trade-sql-32": ("SELECT count(*) FROM \"Customers\" WHERE Country = 'Germany'", None),
+        "trade-sql-33": (
+            'SELECT sum(d.Quantity) FROM "Order Details" d JOIN "Products" p ON p."Product ID" = d."Product ID" '
+            "WHERE p.Category = 'Seafood'", None),
+        "trade-sql-34": (
+            'SELECT count(*) FROM "Order" o JOIN "Customers" c ON c."Customer ID" = o."Customer ID" '
+            "WHERE c.\"Company Name\" = 'Ernst Handel'", None),
+        "trade-sql-35": (
+            'SELECT "Product Name" FROM "Products" ORDER BY "Units In Stock" DESC LIMIT 1', None),
+        "trade-sql-36": (
+            'SELECT e."First Name" || \' \' || e."Last Name" FROM "Order" o '
+            'JOIN "Employees" e ON e."Employee ID" = o."Employee ID" '
+            'GROUP BY o."Employee ID" ORDER BY count(*) DESC LIMIT 1', None),
+        # discounts.md: VAT is added at 19%
+        "trade-two-37": (
+            'SELECT sum("Unit Price" * Quantity * (1 - Discount)) FROM "Order Details" WHERE "Order ID" = 10255',
+            lambda r: round(r[0][0] * 1.19, 6)),
+        # discounts.md: new customers get a one-time welcome discount of 25 euros on their first order
+        "trade-two-38": (
+            "SELECT \"Unit Price\" FROM \"Products\" WHERE \"Product Name\" = 'Chai'",
+            lambda r: 10 * r[0][0] - 25),
+        "trade-two-39": (
+            'SELECT julianday("Shipped Date") - julianday("Order Date") FROM "Order" WHERE "Order ID" = 10259',
+            None),
+        # discounts.md: VAT is added at 19%
+        "trade-two-40": (
+            "SELECT \"Unit Price\" * \"Units In Stock\" FROM \"Products\" WHERE \"Product Name\" = 'Queso Cabrales'",
+            lambda r: round(r[0][0] * 1.19, 6)),
+        # shipping.md: orders worth 500 euros or more (before freight) ship with free freight within Europe
+        "trade-two-41": (
+            'SELECT sum("Unit Price" * Quantity * (1 - Discount)) FROM "Order Details" WHERE "Order ID" = 10285',
+            lambda r: 500 - r[0][0]),
+        "trade-two-42": (
+            'SELECT julianday("Shipped Date") - julianday("Order Date") FROM "Order" WHERE "Order ID" = 10277',
+            None),
     },
 }
 
