@@ -2,10 +2,11 @@
 //! example (a calculator call) taught the 0.5B model to answer every word problem with one
 //! expression and to repeat the example's answer sentence ("The shop sells 126 bottles…") in
 //! unrelated tasks. So the loop keeps a bank of whole worked tasks of different kinds (a
-//! multi-step word problem, a lookup, a lookup then arithmetic, a search, a search then
-//! arithmetic, a count, no tool at all), over data of their own (a theatre, a bakery) that is
-//! not the user's, and shows the one closest to the task: BM25 over each example's task text
-//! and a few words typical of its kind, among the examples whose tools are all available.
+//! multi-step word problem, a lookup, a lookup then arithmetic, the days between two dates, a
+//! search, a search then arithmetic, a count, no tool at all), over data of their own (a
+//! theatre, a bakery) that is not the user's, and shows the one closest to the task: BM25 over
+//! each example's task text and a few words typical of its kind, among the examples whose
+//! tools are all available and whose words the task holds ([`Example::needs`]).
 
 use std::collections::HashSet;
 
