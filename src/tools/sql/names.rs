@@ -235,7 +235,8 @@ impl SqlTool {
                 else {
                     continue;
                 };
-                let sql = format!("SELECT * FROM {} WHERE {} = {key}", quote(t), quote(&pk));
+                let condition = format!("{} = {key}", quote(&pk));
+                let sql = format!("SELECT * FROM {} WHERE {condition}", quote(t));
                 let Ok(r) = run_query(conn, &sql, &self.options) else {
                     continue;
                 };
@@ -255,7 +256,6 @@ impl SqlTool {
                     // shown only the order row, the 1.5B model took its freight for the value
                     // of the goods in "Order 10252 comes back …: how much is the restocking
                     // fee (8% of the goods' value)?".
-                    let condition = format!("{} = {key}", quote(&pk));
                     let linked = self.linked_rows(
                         conn,
                         (t, &condition),
