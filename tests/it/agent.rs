@@ -1440,6 +1440,127 @@ fn an_answer_copied_from_the_worked_example_is_sent_back_once() {
         .any(|k| matches!(k, EventKind::ExampleCheck { .. })));
 }
 
+/// Regression (issue 19): asked what a lost book costs, the 1.5B model computed `420 + 24.5 +
+/// 5`, the worked example's 420 seats added to the book's replacement cost; asked what an
+/// order is worth with VAT, `130 * 1.19` with the example's 130. A calculation holding a number
+/// of the example's own data that nothing of the task shows is refused before it runs, as an
+/// error that names the number; the model's next call computes with the task's numbers.
+#[test]
+fn a_calculation_with_the_worked_examples_numbers_is_refused() {
+    let task = "Tom has 12 apples and gives 5 of them away. How many apples are left?";
+    let (mut a, events) = agent(
+        vec![
+            calc("270 - 5"),
+            calc("270 - 5 + 0"),
+            calc("12 - 5"),
+            answer("Tom has 7 apples left."),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(task, None);
+    assert_eq!((r.answer.as_str(), r.rounds), ("Tom has 7 apples left.", 4));
+    let calls: Vec<(bool, Option<String>)> = r
+        .tool_calls
+        .iter()
+        .map(|c| (c.ok, c.error.clone()))
+        .collect();
+    // The refusal's own message, which names 270, is no ground for the next call.
+    assert_eq!(calls.len(), 3);
+    assert!(!calls[0].0 && !calls[1].0 && calls[2].0, "{calls:?}");
+    let error = calls[0].1.clone().unwrap_or_default();
+    assert!(
+        error.starts_with("270 comes from the worked example"),
+        "{error}"
+    );
+    let text = last_prompt_text(a.policy());
+    assert!(
+        text.contains("hint: compute with the numbers of this task"),
+        "{text}"
+    );
+    assert!(!events
+        .kinds()
+        .iter()
+        .any(|k| matches!(k, EventKind::ExampleCheck { .. })));
+    // The same number, when the task holds it, is the task's own.
+    let task = "A farm has 270 apples and sells 5. How many are left?";
+    let (mut a, _) = agent(
+        vec![calc("270 - 5"), answer("265 apples are left.")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(task, None);
+    assert!(r.tool_calls.iter().all(|c| c.ok), "{:?}", r.tool_calls);
+    assert_eq!(r.answer, "265 apples are left.");
+}
+
+/// Regression (issue 19): "Order 10255 is worth 130 euros", the worked example's 130, was
+/// sent back by the example check, given again word for word, and passed the evidence check
+/// because the check's own message names 130. A sent-back answer's message is no evidence:
+/// the answer given again goes back once more, now with a call to make.
+#[test]
+fn a_number_named_only_by_a_check_is_no_evidence_for_the_next_answer() {
+    let task = "Tom has 12 apples and gives 5 of them away. How many apples are left?";
+    let (mut a, events) = agent(
+        vec![
+            answer("Tom has 232 apples left."),
+            answer("Tom has 232 apples left."),
+            calc("12 - 5"),
+            answer("Tom has 7 apples left."),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(task, None);
+    assert_eq!((r.answer.as_str(), r.rounds), ("Tom has 7 apples left.", 4));
+    let kinds = events.kinds();
+    let example: Vec<&Vec<String>> = kinds
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::ExampleCheck { words, .. } => Some(words),
+            _ => None,
+        })
+        .collect();
+    let evidence: Vec<&Vec<String>> = kinds
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::EvidenceCheck { unsupported, .. } => Some(unsupported),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(example, [&vec!["232".to_string()]]);
+    assert_eq!(evidence, [&vec!["232".to_string()]]);
+}
+
+/// Regression (issue 19): after "Order 10255 is worth 130 euros" (the worked example's 130)
+/// was sent back, `130 * 1.19` ran, because the check's message that named 130 counted as
+/// something the task had shown. It is refused like any calculation with the example's data.
+#[test]
+fn a_number_named_only_by_a_check_is_no_ground_for_a_calculation() {
+    let task = "Tom has 12 apples and gives 5 of them away. How many apples are left?";
+    let (mut a, _) = agent(
+        vec![
+            answer("Tom has 232 apples left."),
+            calc("232 - 5"),
+            calc("12 - 5"),
+            answer("Tom has 7 apples left."),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(task, None);
+    assert_eq!(r.answer, "Tom has 7 apples left.");
+    let first = &r.tool_calls[0];
+    assert!(!first.ok, "{first:?}");
+    assert!(
+        first
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("232 comes from the worked example")),
+        "{first:?}"
+    );
+}
+
 /// Issue 19, item 8: an earlier turn of the session that no longer fits the history budget
 /// is summarised once (in a context of its own, under the summary schema), the summary is
 /// kept in the memory file and shown in the prompt in its place; without summaries it is
