@@ -106,7 +106,7 @@ fn percent_factors(text: &str) -> Vec<f64> {
 
 /// Numbers a calculator expression may use without finding them anywhere: small counts and
 /// the usual units of time and percent (`half` is `/ 2`, `15%` is `/ 100`).
-pub(crate) fn is_common_constant(x: f64) -> bool {
+fn is_common_constant(x: f64) -> bool {
     (x.fract() == 0.0 && (0.0..=12.0).contains(&x))
         || [100.0, 1000.0, 60.0, 24.0, 365.0, 52.0, 30.0].contains(&x)
 }

@@ -6,9 +6,7 @@
 //! search, a search then arithmetic, a count, no tool at all), over data of their own (a
 //! theatre, a bakery) that is not the user's, and shows the one closest to the task: BM25 over
 //! each example's task text and a few words typical of its kind, among the examples whose
-//! tools are all available and whose words the task holds ([`Example::needs`]). The loop
-//! tells the example's data apart from the user's: its words ([`echoed`]) and its numbers
-//! ([`copied_numbers`]) in an answer or a calculation that nothing of the task shows.
+//! tools are all available and whose words the task holds ([`Example::needs`]).
 
 use std::collections::HashSet;
 
@@ -450,91 +448,6 @@ pub fn echoed(example: &Example, answer: &str, seen: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The numbers of `example`'s own data: what its tools returned and what its answer says,
-/// less the numbers of its task (which a task of the user's may share) and those a task of
-/// any kind uses unseen: fractions below 1 (`0.85` for 15% off), whole numbers up to 31
-/// (counts, days), years (1900–2100) and the usual constants (100, 1000, 60, 365 …).
-/// Regression: the 1.5B model answered "What is order 10255 worth with VAT added?" with the
-/// lookup example's 130 and then computed `130 * 1.19`; asked what a lost book costs, it
-/// added the Blue Hall's 420 seats to the book's replacement cost.
-pub fn own_numbers(example: &Example) -> Vec<f64> {
-    let numbers = super::evidence::numbers;
-    let in_task: Vec<f64> = numbers(example.task).into_iter().map(|(_, v)| v).collect();
-    let answer = serde_json::from_str::<serde_json::Value>(example.answer)
-        .ok()
-        .and_then(|v| v["args"]["answer"].as_str().map(str::to_string))
-        .unwrap_or_default();
-    let mut out: Vec<f64> = Vec::new();
-    let texts = example
-        .calls
-        .iter()
-        .map(|(_, _, r)| *r)
-        .chain([answer.as_str()]);
-    for (_, v) in texts.flat_map(numbers) {
-        let v = v.abs();
-        let whole = v.fract() == 0.0;
-        let ordinary = v < 1.0
-            || (whole && v <= 31.0)
-            || (whole && (1900.0..=2100.0).contains(&v))
-            || super::evidence::is_common_constant(v);
-        if !ordinary && !in_task.contains(&v) && !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
-}
-
-/// The numbers of `text` (a calculator expression, an answer) that are `example`'s own
-/// ([`own_numbers`]) and that none of `seen` holds (the task, what was shown before the first
-/// step, the tools' results): the example's data copied where the user's belongs.
-pub fn copied_numbers(example: &Example, text: &str, seen: &[&str]) -> Vec<String> {
-    let own = own_numbers(example);
-    let known: Vec<f64> = seen
-        .iter()
-        .flat_map(|s| super::evidence::numbers(s))
-        .map(|(_, v)| v.abs())
-        .collect();
-    let mut out: Vec<String> = Vec::new();
-    for (raw, v) in super::evidence::numbers(text) {
-        let v = v.abs();
-        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.max(1.0);
-        if own.iter().any(|&o| close(v, o))
-            && !known.iter().any(|&k| close(v, k))
-            && !out.contains(&raw)
-        {
-            out.push(raw);
-        }
-    }
-    out
-}
-
-/// What a calculator call is told when its `expression` holds `numbers` of the worked
-/// example ([`copied_numbers`]).
-pub fn copied_call_message(numbers: &[String]) -> String {
-    format!(
-        "{} {} the worked example shown before this task, not from this task or what the \
-         tools returned",
-        numbers.join(", "),
-        if numbers.len() == 1 {
-            "comes from"
-        } else {
-            "come from"
-        },
-    )
-}
-
-/// Whether `observation` is a calculation refused by [`copied_call_message`]: it names the
-/// example's numbers, and is no ground for them.
-pub fn is_copied_refusal(observation: &str) -> bool {
-    observation.contains(
-        " from the worked example shown before this task, not from this task or what the tools returned",
-    )
-}
-
-/// The hint with [`copied_call_message`].
-pub const COPIED_CALL_HINT: &str =
-    "compute with the numbers of this task and of what was shown or returned for it; look up a value that is missing";
-
 /// What the loop tells the model when its answer holds `words` of the worked example, with
 /// the `task` it is to answer.
 pub fn echo_message(words: &[String], task: &str) -> String {
@@ -723,42 +636,6 @@ mod tests {
         let m = echo_message(&["Blue Hall".to_string()], task);
         assert!(m.starts_with("[check: \"Blue Hall\" in your answer comes from the worked example"));
         assert!(m.contains("Answer this task: I lost my copy"));
-    }
-
-    #[test]
-    fn numbers_of_the_example_copied_into_a_calculation_are_named() {
-        let by_name = |n: &str| BANK.iter().find(|e| e.name == n).unwrap();
-        // The example's results and answer, less its task's numbers and ordinary ones.
-        assert_eq!(own_numbers(by_name("lookup")), [420.0]);
-        assert_eq!(
-            own_numbers(by_name("lookup_then_arithmetic")),
-            [32.5, 130.0]
-        );
-        assert_eq!(own_numbers(by_name("dates_between")), [43.0]);
-        assert_eq!(own_numbers(by_name("search_then_arithmetic")), [1.5, 4.5]);
-        assert!(
-            own_numbers(by_name("search")).is_empty(),
-            "15 minutes is ordinary"
-        );
-        // Regression: the lost book's replacement cost plus the Blue Hall's seats.
-        let lookup = by_name("lookup");
-        let task = "I lost my copy of The River Oracle. How much do I have to pay?";
-        let shown = "title | repl_cost\nThe River Oracle | 24.5\nan administration fee of 5 euros";
-        assert_eq!(
-            copied_numbers(lookup, "420 + 24.5 + 5", &[task, shown]),
-            ["420"]
-        );
-        assert!(copied_numbers(lookup, "24.5 + 5", &[task, shown]).is_empty());
-        // A number of the example that the user's data holds too is the user's.
-        assert!(copied_numbers(lookup, "420 / 2", &[task, "seats\n420"]).is_empty());
-        let answer = "Order 10255 is worth 130 euros.";
-        assert_eq!(
-            copied_numbers(by_name("lookup_then_arithmetic"), answer, &["order 10255"]),
-            ["130"]
-        );
-        assert!(
-            copied_call_message(&["420".into()]).starts_with("420 comes from the worked example")
-        );
     }
 
     #[test]

@@ -152,37 +152,6 @@ impl Rounds {
     }
 }
 
-/// What the user's side of `task` has shown the model: the task, what was shown before the
-/// first step, the facts, the session's earlier turns and their summaries, the rounds'
-/// observations and the tools' descriptions. Against these, words and numbers of the worked
-/// example are told apart from the user's own. Not the messages of answers sent back, which
-/// name the answer's words and numbers, nor calculations refused for the example's numbers,
-/// which name them: regression, the example's 130, named by the check that sent "Order 10255
-/// is worth 130 euros" back, then passed in `130 * 1.19`; the 420 of a refused `420 + 24.5 +
-/// 5` passed in the next call, `420 + 24.5 + 5 + 5`.
-fn seen_texts<'a>(task: &'a str, st: &'a Rounds, ctx: &'a TaskContext) -> Vec<&'a str> {
-    let mut seen: Vec<&str> = vec![task];
-    seen.extend(st.notes.iter().map(String::as_str));
-    seen.extend(ctx.facts.iter().map(String::as_str));
-    seen.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
-    seen.extend(
-        ctx.history
-            .iter()
-            .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
-    );
-    seen.extend(
-        st.texts
-            .iter()
-            .filter(|r| {
-                serde_json::from_str::<Value>(&r.step).map_or(true, |v| v["action"] != FINAL_ANSWER)
-                    && !super::examples::is_copied_refusal(&r.observation)
-            })
-            .map(|r| r.observation.as_str()),
-    );
-    seen.extend(st.infos.iter().map(|i| i.description.as_str()));
-    seen
-}
-
 /// The values of `answer`, and of the calculator expressions of `rounds` ((expression,
 /// observation) each), that appear only in sample rows of the context `notes`
 /// ([`super::evidence::from_sample`]), not in what the model was `told` (the task, facts,
@@ -774,7 +743,7 @@ impl<P: Policy> Agent<P> {
         if step.action == REASON && self.tools.get(REASON).is_none() {
             return self.reason_step(run, st, (task, ctx), round, step, done);
         }
-        Ok(self.tool_step(run, st, (task, ctx), round, step, done))
+        Ok(self.tool_step(run, st, round, step, done))
     }
 
     /// The reasoning a `reason` step shows, and the vote behind it when there was one: (how
@@ -1146,9 +1115,18 @@ impl<P: Policy> Agent<P> {
             st.example_checked,
             reasoned,
         ) {
-            let seen = seen_texts(task, st, ctx);
-            let mut words = super::examples::echoed(example, &answer, &seen);
-            words.extend(super::examples::copied_numbers(example, &answer, &seen));
+            let mut seen: Vec<&str> = vec![task];
+            seen.extend(st.notes.iter().map(String::as_str));
+            seen.extend(ctx.facts.iter().map(String::as_str));
+            seen.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
+            seen.extend(
+                ctx.history
+                    .iter()
+                    .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
+            );
+            seen.extend(st.texts.iter().map(|r| r.observation.as_str()));
+            seen.extend(st.infos.iter().map(|i| i.description.as_str()));
+            let words = super::examples::echoed(example, &answer, &seen);
             if !words.is_empty() {
                 // No call is forced: the words may be all that is wrong. Regression: "The
                 // bakery ordered 3 Helmet Pro rolls", right but for the words, was sent back,
@@ -1278,11 +1256,7 @@ impl<P: Policy> Agent<P> {
         }
         // What the model was told apart from the tools: the task, facts, earlier turns; the
         // context before round 1; and each round as (its calculator expression, if it was a
-        // calculator call; its observation). A round whose answer was sent back shows the
-        // check's message, which names the answer's own numbers: no evidence for them.
-        // Regression: "Order 10255 is worth 130 euros", the worked example's 130, sent back by
-        // the example check, was given again and passed the evidence check on the message's
-        // "130".
+        // calculator call; its observation).
         let mut told: Vec<&str> = vec![task];
         told.extend(ctx.facts.iter().map(String::as_str));
         told.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
@@ -1301,14 +1275,7 @@ impl<P: Policy> Agent<P> {
                     .as_ref()
                     .filter(|v| v["action"] == "calculator")
                     .and_then(|v| v["args"]["expression"].as_str());
-                let sent_back = s.as_ref().is_some_and(|v| v["action"] == FINAL_ANSWER);
-                let refused = super::examples::is_copied_refusal(&r.observation);
-                let observation = if sent_back || refused {
-                    ""
-                } else {
-                    r.observation.as_str()
-                };
-                (expr, observation)
+                (expr, r.observation.as_str())
             })
             .collect();
         if self.options.evidence_check && !last_round && !st.total_checked {
@@ -1518,40 +1485,17 @@ impl<P: Policy> Agent<P> {
         &mut self,
         run: &mut TaskRun,
         st: &mut Rounds,
-        (task, ctx): (&str, &TaskContext),
         round: usize,
         step: ParsedStep,
         mut done: Done,
     ) -> Flow {
         let call_start = Instant::now();
-        // A calculation with the worked example's numbers is refused before it runs: its
-        // result would pass for evidence and the example's data for the user's.
-        let refusal = match (st.example, self.options.evidence_check) {
-            (Some(example), true) if step.action == "calculator" => {
-                let expression = step.args["expression"].as_str().unwrap_or_default();
-                let copied = super::examples::copied_numbers(
-                    example,
-                    expression,
-                    &seen_texts(task, st, ctx),
-                );
-                (!copied.is_empty()).then(|| {
-                    ToolError::invalid(super::examples::copied_call_message(&copied))
-                        .with_hint(super::examples::COPIED_CALL_HINT)
-                })
-            }
-            _ => None,
+        let mut call = self.call_or_repeat(run, st, round, &step);
+        let forbid = match self.options.forbid_repeats {
+            ForbidRepeats::None => false,
+            ForbidRepeats::Failed => !call.ok,
+            ForbidRepeats::All => true,
         };
-        // A refused call would be refused again word for word: it leaves the next grammar,
-        // whatever the option. Regression: the 1.5B model, told its `420 + 24.5 + 5` used the
-        // example's 420, wrote the same step again.
-        let refused = refusal.is_some();
-        let mut call = self.call_or_repeat(run, st, round, &step, refusal);
-        let forbid = refused
-            || match self.options.forbid_repeats {
-                ForbidRepeats::None => false,
-                ForbidRepeats::Failed => !call.ok,
-                ForbidRepeats::All => true,
-            };
         // A transient failure may well work when made again; a repeat is already known.
         if forbid && !call.cached && call.class != Some(ErrorClass::Transient) {
             if let Some(call) = super::step::call_text(&done.text) {
@@ -1630,7 +1574,6 @@ impl<P: Policy> Agent<P> {
         st: &mut Rounds,
         round: usize,
         step: &ParsedStep,
-        refusal: Option<ToolError>,
     ) -> CallOutcome {
         let key = format!("{} {}", step.action, canonical_json(&step.args));
         if let Some(seen) = st.guards.repeat(&key, &step.action) {
@@ -1660,10 +1603,7 @@ impl<P: Policy> Agent<P> {
                 note: Some(note),
             };
         }
-        let (r, attempts) = match refusal {
-            Some(e) => (Err(e), 0),
-            None => self.call_with_retries(run, round, &step.action, &step.args),
-        };
+        let (r, attempts) = self.call_with_retries(run, round, &step.action, &step.args);
         let call = match r {
             Ok(o) => CallOutcome {
                 ok: true,
