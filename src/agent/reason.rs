@@ -246,6 +246,71 @@ fn newest_within(items: &[String], max: usize) -> Vec<&str> {
     kept
 }
 
+/// `answer` without the LaTeX a reasoning leaves in it: `\boxed{273}` and `\text{kg}` become
+/// their content, `\(` `\)` `\[` `\]` go, and so do control characters. In a JSON string
+/// the model's `\boxed` is the escape `\b` (a backspace) and `oxed`, `\text` a tab and
+/// `ext`, `\frac` a form feed and `rac`: those are read back as the commands first.
+/// Regression: the final answers "Layla earned \u{8}oxed{273}\\) dollars babysitting." and
+/// "… before VAT is \u{8}oxed{542.64}\\) euros." reached the user with a backspace in them.
+pub fn plain_answer(answer: &str) -> String {
+    if !answer.chars().any(|c| c == '\\' || (c.is_control() && c != '\n')) {
+        return answer.to_string();
+    }
+    let mut s = answer.to_string();
+    for (from, to) in [
+        ("\u{8}oxed{", "\\boxed{"),
+        ("\u{c}rac{", "\\frac{"),
+        ("\text{", "\\text{"),
+        ("\times", "\\times"),
+    ] {
+        s = s.replace(from, to);
+    }
+    static WRAPPED: OnceLock<regex::Regex> = OnceLock::new();
+    let wrapped = WRAPPED.get_or_init(|| {
+        regex::Regex::new(r"\\(?:boxed|text|mathrm|mbox)\{([^{}]*)\}").expect("the pattern is valid")
+    });
+    static FRAC: OnceLock<regex::Regex> = OnceLock::new();
+    let frac = FRAC.get_or_init(|| {
+        regex::Regex::new(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}").expect("the pattern is valid")
+    });
+    loop {
+        let next = wrapped.replace_all(&s, "$1").into_owned();
+        let next = frac.replace_all(&next, "$1/$2").into_owned();
+        if next == s {
+            break;
+        }
+        s = next;
+    }
+    for (from, to) in [
+        ("\\(", ""),
+        ("\\)", ""),
+        ("\\[", ""),
+        ("\\]", ""),
+        ("\\times", "×"),
+        ("\\cdot", "·"),
+        ("\\%", "%"),
+        ("\\$", "$"),
+    ] {
+        s = s.replace(from, to);
+    }
+    let s: String = s
+        .chars()
+        .filter(|c| !c.is_control() || *c == '\n')
+        .collect();
+    // The spaces the removed parts leave: one between words, none before punctuation.
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == ' ' && out.ends_with(' ') {
+            continue;
+        }
+        if matches!(c, '.' | ',' | ';' | ':' | '!' | '?') && out.ends_with(' ') {
+            out.pop();
+        }
+        out.push(c);
+    }
+    out.trim().to_string()
+}
+
 /// When `text` ends with `EXPRESSION =` and the expression is arithmetic the calculator
 /// evaluates (at least one operator between numbers), the expression as the calculator read it
 /// and the value to write after the `=`; else `None`.
@@ -403,6 +468,30 @@ fn expression_suffix(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latex_and_control_characters_leave_an_answer() {
+        assert_eq!(
+            plain_answer("Layla earned \u{8}oxed{273}\\) dollars babysitting."),
+            "Layla earned 273 dollars babysitting."
+        );
+        assert_eq!(
+            plain_answer("The cost is \\(\\boxed{542.64}\\) euros."),
+            "The cost is 542.64 euros."
+        );
+        assert_eq!(
+            plain_answer("Rex should weigh 28.9\text{ kg}, that is 34 \times 0.85."),
+            "Rex should weigh 28.9 kg, that is 34 × 0.85."
+        );
+        assert_eq!(
+            plain_answer("Each gets $\\frac{3}{4}$ of a pie, or \u{c}rac{6}{8}."),
+            "Each gets $3/4$ of a pie, or 6/8."
+        );
+        // An answer without them is left exactly as it is.
+        for plain in ["It costs $30.00.", "Two lines\nof answer", "a  b"] {
+            assert_eq!(plain_answer(plain), plain);
+        }
+    }
 
     #[test]
     fn answers_are_compared_by_their_numbers_or_words() {

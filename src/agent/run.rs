@@ -1071,13 +1071,13 @@ impl<P: Policy> Agent<P> {
         step: ParsedStep,
         mut done: Done,
     ) -> Result<Flow, AgentError> {
-        let answer = step
-            .args
-            .get("answer")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        let answer = super::reason::plain_answer(
+            step.args
+                .get("answer")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim(),
+        );
         if !last_round && !st.echo_checked {
             let observations: Vec<&str> = st.texts.iter().map(|r| r.observation.as_str()).collect();
             if let Some(repeated) = super::guards::repeated_message(&answer, &observations) {

@@ -1387,6 +1387,30 @@ fn a_new_answer_is_not_sent_back_for_values_of_an_earlier_calculation() {
     );
 }
 
+/// Regression (issue 19): after a reasoning that ended in `\boxed{273}`, the final answer
+/// "Layla earned \boxed{273}\) dollars babysitting." was decoded with the JSON escape `\b`
+/// (a backspace) and reached the user as such. The answer the user gets is plain text.
+#[test]
+fn an_answer_with_latex_from_a_reasoning_reaches_the_user_as_plain_text() {
+    let (mut a, _) = agent(
+        vec![
+            calc("21 * 13"),
+            step(
+                "final_answer",
+                json!({"answer": "Layla earned \u{8}oxed{273}\\) dollars babysitting."}),
+            ),
+        ],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task(
+        "Layla babysat for 21 hours at 13 dollars an hour. How much did she earn?",
+        None,
+    );
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(r.answer, "Layla earned 273 dollars babysitting.");
+}
+
 /// Regression (issue 19): "I lost my copy of The River Oracle. How much do I have to pay?" was
 /// answered "The book is in the Blue Hall, but I don't know how many seats it has": the worked
 /// example's hall. An answer holding words of the example's own data that the task and its
