@@ -253,7 +253,10 @@ fn newest_within(items: &[String], max: usize) -> Vec<&str> {
 /// Regression: the final answers "Layla earned \u{8}oxed{273}\\) dollars babysitting." and
 /// "… before VAT is \u{8}oxed{542.64}\\) euros." reached the user with a backspace in them.
 pub fn plain_answer(answer: &str) -> String {
-    if !answer.chars().any(|c| c == '\\' || (c.is_control() && c != '\n')) {
+    if !answer
+        .chars()
+        .any(|c| c == '\\' || (c.is_control() && c != '\n'))
+    {
         return answer.to_string();
     }
     let mut s = answer.to_string();
@@ -267,7 +270,8 @@ pub fn plain_answer(answer: &str) -> String {
     }
     static WRAPPED: OnceLock<regex::Regex> = OnceLock::new();
     let wrapped = WRAPPED.get_or_init(|| {
-        regex::Regex::new(r"\\(?:boxed|text|mathrm|mbox)\{([^{}]*)\}").expect("the pattern is valid")
+        regex::Regex::new(r"\\(?:boxed|text|mathrm|mbox)\{([^{}]*)\}")
+            .expect("the pattern is valid")
     });
     static FRAC: OnceLock<regex::Regex> = OnceLock::new();
     let frac = FRAC.get_or_init(|| {
