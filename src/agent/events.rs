@@ -295,6 +295,20 @@ pub enum EventKind {
         /// The words of cairn's message the answer repeated.
         repeated: String,
     },
+    /// The prompt's fixed beginning (the system message) was read from the prompt cache, or
+    /// computed and written to it for the next process (`decode::prompt_cache`).
+    PromptCache {
+        /// `read` or `written`.
+        action: String,
+        /// Tokens of the beginning.
+        tokens: usize,
+        /// Bytes of the file.
+        bytes: u64,
+        /// Time it took, in ms (for `written`, computing the beginning included).
+        ms: f64,
+        /// The file.
+        file: String,
+    },
     /// Something failed that did not stop the task (a memory write).
     Warning {
         /// What failed.

@@ -36,6 +36,9 @@ pub struct Decoded {
     pub decode_ms: f64,
     /// Of the whole generation, the time spent computing the constraint's token masks, in ms.
     pub mask_ms: f64,
+    /// What the prompt cache did for the prompt's fixed beginning (read or written it), or
+    /// why it could not; `None` when it did nothing.
+    pub prompt_cache: Option<Result<crate::decode::prompt_cache::CacheUse, String>>,
 }
 
 /// A reasoning in plain text ([`Policy::reason`]), with what it cost and what was checked.
@@ -90,6 +93,7 @@ fn decoded(
         decode_ms: (total_ms - prefill_ms).max(0.0),
         mask_ms,
         text: g.text,
+        prompt_cache: None,
     }
 }
 
@@ -170,6 +174,10 @@ pub struct ModelPolicy {
     generated: HashMap<String, Vec<u32>>,
     /// The last prompt encoded, to avoid encoding it twice (budget check, then decode).
     last: Option<(Vec<Message>, Vec<u32>)>,
+    /// Of the last prompt encoded, the tokens of its system message (its fixed beginning,
+    /// kept by the prompt cache); `None` when it has none or was not encoded message by
+    /// message.
+    system_len: Option<usize>,
 }
 
 impl ModelPolicy {
@@ -185,7 +193,14 @@ impl ModelPolicy {
             side: None,
             generated: HashMap::new(),
             last: None,
+            system_len: None,
         }
+    }
+
+    /// Keeps the state after the system message in `cache`, so that the next process with the
+    /// same model and tools starts from it ([`crate::decode::prompt_cache`]).
+    pub fn set_prompt_cache(&mut self, cache: crate::decode::prompt_cache::PromptCache) {
+        self.decoder.set_prompt_cache(cache);
     }
 
     /// This policy with prefix reuse on or off (off: every round re-prefills its whole prompt,
@@ -237,6 +252,11 @@ impl ModelPolicy {
         let constrained = constraint.is_some();
         let mut constraint = constraint;
         let start = Instant::now();
+        let warmed = self
+            .system_len
+            .filter(|n| *n < ids.len())
+            .and_then(|n| self.decoder.warm_prefix(&ids[..n]));
+        let warm_ms = start.elapsed().as_secs_f64() * 1000.0;
         let g = self
             .decoder
             .generate(&ids, max_tokens, constraint.as_deref_mut())?;
@@ -250,7 +270,12 @@ impl ModelPolicy {
         } else {
             g.stop == crate::decode::generate::StopReason::Eos
         };
-        Ok(decoded(g, ids.len(), start, mask_ms, complete))
+        let mut d = decoded(g, ids.len(), start, mask_ms, complete);
+        // The time the prompt cache took (reading, or computing the beginning) is prefill.
+        d.prefill_ms += warm_ms;
+        d.decode_ms = (d.decode_ms - warm_ms).max(0.0);
+        d.prompt_cache = warmed;
+        Ok(d)
     }
 
     /// The loaded model.
@@ -279,6 +304,7 @@ impl ModelPolicy {
         }
         let mut prev = String::new();
         let mut incremental = true;
+        self.system_len = None;
         for i in 0..messages.len() {
             let text = lm.template.render(&messages[..=i], false)?;
             let Some(piece) = text.strip_prefix(prev.as_str()) else {
@@ -301,6 +327,9 @@ impl ModelPolicy {
                 }
                 None => ids.extend(tok.encode(piece)?),
             }
+            if i == 0 && m.role == Role::System {
+                self.system_len = Some(ids.len());
+            }
             prev = text;
         }
         let full = lm.template.render(messages, true)?;
@@ -309,6 +338,7 @@ impl ModelPolicy {
             _ => {
                 ids.truncate(usize::from(tok.add_bos() && tok.bos_id().is_some()));
                 ids.extend(tok.encode(&full)?);
+                self.system_len = None;
             }
         }
         self.last = Some((messages.to_vec(), ids.clone()));

@@ -981,6 +981,37 @@ impl<P: Policy> Agent<P> {
 
     /// Adds a decoded step's tokens to the task's counts; returns the step's record so far.
     fn count_step(&mut self, run: &mut TaskRun, round: usize, decoded: &Decoded) -> StepRecord {
+        use crate::decode::prompt_cache::CacheUse;
+        match &decoded.prompt_cache {
+            Some(Ok(used)) => {
+                let (action, tokens, bytes, ms, file) = match used {
+                    CacheUse::Read {
+                        tokens,
+                        bytes,
+                        ms,
+                        file,
+                    } => ("read", tokens, bytes, ms, file),
+                    CacheUse::Written {
+                        tokens,
+                        bytes,
+                        ms,
+                        file,
+                    } => ("written", tokens, bytes, ms, file),
+                };
+                self.emit(
+                    run.start,
+                    EventKind::PromptCache {
+                        action: action.to_string(),
+                        tokens: *tokens,
+                        bytes: *bytes,
+                        ms: *ms,
+                        file: file.display().to_string(),
+                    },
+                );
+            }
+            Some(Err(message)) => self.warn(run, message.clone()),
+            None => {}
+        }
         let r = &mut run.result;
         r.rounds = round;
         r.prompt_tokens += decoded.prompt_tokens;

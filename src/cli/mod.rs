@@ -74,6 +74,10 @@ pub struct GlobalArgs {
     /// [env: CAIRN_MEMORY_DECAY]
     #[arg(long, global = true, value_name = "X")]
     pub memory_decay: Option<f64>,
+    /// Do not keep the state of the agent's system prompt in HOME/prompts/ for the next run
+    /// (native engine). [env: CAIRN_NO_PROMPT_CACHE]
+    #[arg(long, global = true)]
+    pub no_prompt_cache: bool,
     /// Decode the sql tool's queries without the pattern built from the database's own names
     /// (for comparison). [env: CAIRN_FREE_SQL]
     #[arg(long, global = true)]
@@ -242,6 +246,9 @@ impl GlobalArgs {
         }
         if self.free_sql {
             config.free_sql = true;
+        }
+        if self.no_prompt_cache {
+            config.prompt_cache = false;
         }
         if let Some(i) = &self.index {
             config.index = i.clone();

@@ -7,11 +7,14 @@
 //!   calling ([`crate::call::FunctionCaller`]) and the naive baseline decode through one.
 //! - [`generate`]: the decode loop (mask, sample, fast-forward forced tokens, stream, stop).
 //! - [`bench`]: the throughput measurements behind `cairn bench`.
+//! - [`prompt_cache`]: the KV cache of a prompt's fixed beginning kept in a file, read by the
+//!   next process instead of computed again.
 //!
 //! The model knows nothing of constraints; this layer joins the two.
 
 pub mod bench;
 pub mod generate;
+pub mod prompt_cache;
 
 use std::collections::HashMap;
 
@@ -47,6 +50,8 @@ pub struct Decoder {
     /// [`Decoder::next_logits`] has just run a prompt: the next generation keeps it even
     /// with reuse off.
     primed: bool,
+    /// Where the state after a prompt's fixed beginning is kept between processes.
+    prompt_cache: Option<prompt_cache::PromptCache>,
 }
 
 impl Decoder {
@@ -87,6 +92,59 @@ impl Decoder {
             reuse: true,
             calls: 0,
             primed: false,
+            prompt_cache: None,
+        }
+    }
+
+    /// Keeps the state after a prompt's fixed beginning in `cache` ([`Decoder::warm_prefix`]).
+    pub fn set_prompt_cache(&mut self, cache: prompt_cache::PromptCache) {
+        self.prompt_cache = Some(cache);
+    }
+
+    /// Makes the KV cache hold `prefix`, the fixed beginning of the prompts that follow, from
+    /// the prompt cache when it has it; else computes it and writes it there for the next
+    /// process. `None` when there is nothing to do: no prompt cache, reuse off, a prefix
+    /// shorter than [`prompt_cache::MIN_TOKENS`], or one the KV cache already holds. An error
+    /// is a message to report; the KV cache is then as it would be without the prompt cache.
+    pub fn warm_prefix(
+        &mut self,
+        prefix: &[u32],
+    ) -> Option<Result<prompt_cache::CacheUse, String>> {
+        if !self.reuse || prefix.len() < prompt_cache::MIN_TOKENS {
+            return None;
+        }
+        let cache = self.prompt_cache.as_mut()?;
+        let held = self.session.tokens();
+        if held.len() >= prefix.len() && held[..prefix.len()] == *prefix {
+            return None;
+        }
+        let start = std::time::Instant::now();
+        let mut failed = None;
+        match cache.read(&self.session, prefix) {
+            Ok(Some((snap, used))) => match self.session.restore(&snap) {
+                Ok(()) => return Some(Ok(used)),
+                Err(e) => failed = Some(format!("the prompt cache could not be used: {e}")),
+            },
+            Ok(None) => {}
+            Err(e) => failed = Some(e),
+        }
+        // Computed here as the first prompt would compute it, then kept.
+        let written = match self.session.feed(prefix) {
+            Err(e) => Err(format!("the prompt's beginning could not be computed: {e}")),
+            Ok(_) => match self.session.snapshot() {
+                Err(e) => Err(format!("the prompt cache could not be written: {e}")),
+                Ok(snap) => cache.write(&snap),
+            },
+        };
+        match (failed, written) {
+            (Some(e), _) | (None, Err(e)) => Some(Err(e)),
+            (None, Ok(None)) => None,
+            (None, Ok(Some((file, bytes)))) => Some(Ok(prompt_cache::CacheUse::Written {
+                tokens: prefix.len(),
+                bytes,
+                ms: start.elapsed().as_secs_f64() * 1000.0,
+                file,
+            })),
         }
     }
 

@@ -45,7 +45,57 @@ pub struct SessionSnapshot {
     has_logits: bool,
 }
 
+impl SessionSnapshot {
+    /// The tokens it holds.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Writes its cache and logits ([`super::cpu::CpuSnapshot::write_to`]); `Ok(false)`,
+    /// writing nothing, for a snapshot of the candle engine, which has no such form.
+    pub fn write_state(&self, w: &mut dyn std::io::Write) -> std::io::Result<bool> {
+        match &self.state {
+            EngineSnapshot::Cpu(s) => s.write_to(w).map(|()| true),
+            EngineSnapshot::Candle(_) => Ok(false),
+        }
+    }
+}
+
 impl Session {
+    /// A snapshot of this session's model holding `tokens`, read from what
+    /// [`SessionSnapshot::write_state`] wrote for them; an error when the counts are not this
+    /// model's (another model's file, or one cut short) or the session is not on the CPU
+    /// engine.
+    pub fn read_snapshot(
+        &self,
+        tokens: Vec<u32>,
+        r: &mut dyn std::io::Read,
+    ) -> std::io::Result<SessionSnapshot> {
+        let EngineState::Cpu(_) = &self.state else {
+            return Err(std::io::Error::other(
+                "saved states are kept for the native engine only",
+            ));
+        };
+        let kv = self.state.kv();
+        let state = super::cpu::CpuSnapshot::read_from(
+            r,
+            kv.layers(),
+            kv.width(),
+            self.model.config.vocab,
+        )?;
+        if state.len() != tokens.len() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} positions for {} tokens", state.len(), tokens.len()),
+            ));
+        }
+        Ok(SessionSnapshot {
+            tokens,
+            state: EngineSnapshot::Cpu(state),
+            has_logits: true,
+        })
+    }
+
     /// An empty session on `model`.
     pub fn new(model: Arc<Model>) -> Self {
         let state = model.new_state();

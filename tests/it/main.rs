@@ -22,6 +22,7 @@ mod mcp;
 mod memory;
 mod model;
 mod presets;
+mod prompt_cache;
 mod sql_limits;
 mod template;
 mod tokenizer;

@@ -3,6 +3,7 @@
 //! (the database, every output path), `--docs` indexed, the tools, memory, the model loaded
 //! once and shared by the jobs, and the round printer and trace attached.
 
+use crate::decode::prompt_cache::PromptCache;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -148,8 +149,18 @@ pub fn build_agents(
     let lm = super::load_model(&config, printer, args.sampling.tokenizer.as_deref())?;
     // One token trie for every job.
     let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
+    let cache = config
+        .prompt_cache
+        .then(|| PromptCache::new(config.prompts_dir(), &lm, config.threads))
+        .flatten();
     let policies: Vec<ModelPolicy> = (0..jobs.max(1))
-        .map(|_| ModelPolicy::with_compiler(lm.clone(), compiler.clone(), opts.sampling))
+        .map(|_| {
+            let mut p = ModelPolicy::with_compiler(lm.clone(), compiler.clone(), opts.sampling);
+            if let Some(c) = &cache {
+                p.set_prompt_cache(c.clone());
+            }
+            p
+        })
         .collect();
     let mut agents = Vec::new();
     for policy in policies {

@@ -49,6 +49,105 @@ pub struct CpuSnapshot {
     logits: Vec<f32>,
 }
 
+impl CpuSnapshot {
+    /// How many positions it holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no position.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Writes it as little-endian numbers: the positions and layers, then per layer the keys'
+    /// and the values' floats (each with its count), then the logits (with their count).
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        w.write_all(&(self.len as u64).to_le_bytes())?;
+        w.write_all(&(self.keys.len() as u64).to_le_bytes())?;
+        for (k, v) in self.keys.iter().zip(&self.values) {
+            write_floats(w, k)?;
+            write_floats(w, v)?;
+        }
+        write_floats(w, &self.logits)
+    }
+
+    /// Reads what [`CpuSnapshot::write_to`] wrote, for a model of `layers` layers whose KV
+    /// rows are `width` floats and whose vocabulary is `vocab` tokens: every count must be
+    /// the one such a model's state has, so a file of another model (or cut short) is an
+    /// error, never a state that does not fit.
+    pub fn read_from(
+        r: &mut dyn std::io::Read,
+        layers: usize,
+        width: usize,
+        vocab: usize,
+    ) -> std::io::Result<CpuSnapshot> {
+        let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+        let len = read_u64(r)? as usize;
+        let n = read_u64(r)? as usize;
+        if n != layers {
+            return Err(bad(format!("{n} layers where the model has {layers}")));
+        }
+        let mut keys = Vec::with_capacity(layers);
+        let mut values = Vec::with_capacity(layers);
+        for _ in 0..layers {
+            keys.push(read_floats(r, key_floats(len, width))?);
+            values.push(read_floats(r, len * width)?);
+        }
+        let logits = read_floats(r, vocab)?;
+        Ok(CpuSnapshot {
+            keys,
+            values,
+            len,
+            logits,
+        })
+    }
+}
+
+/// Writes the count of `xs`, then `xs`, little-endian.
+fn write_floats(w: &mut dyn std::io::Write, xs: &[f32]) -> std::io::Result<()> {
+    w.write_all(&(xs.len() as u64).to_le_bytes())?;
+    let mut buf = Vec::with_capacity(4 * xs.len().min(1 << 18));
+    for chunk in xs.chunks(1 << 18) {
+        buf.clear();
+        buf.extend(chunk.iter().flat_map(|x| x.to_le_bytes()));
+        w.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+/// Reads one little-endian u64.
+fn read_u64(r: &mut dyn std::io::Read) -> std::io::Result<u64> {
+    let mut b = [0u8; 8];
+    r.read_exact(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Reads a count that must be `expected`, then that many little-endian floats.
+fn read_floats(r: &mut dyn std::io::Read, expected: usize) -> std::io::Result<Vec<f32>> {
+    let n = read_u64(r)? as usize;
+    if n != expected {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{n} floats where {expected} were expected"),
+        ));
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut buf = vec![0u8; 4 * n.min(1 << 18)];
+    let mut left = n;
+    while left > 0 {
+        let take = left.min(1 << 18);
+        r.read_exact(&mut buf[..4 * take])?;
+        out.extend(
+            buf[..4 * take]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        );
+        left -= take;
+    }
+    Ok(out)
+}
+
 impl CpuState {
     /// An empty state; nothing is allocated until the first forward pass.
     pub(super) fn new(kv: KvPositions) -> Self {

@@ -1,0 +1,162 @@
+//! The prompt cache (`decode::prompt_cache`): the state after the agent's system prompt kept in
+//! HOME/prompts/, read by the next run instead of computed again; a damaged file is reported
+//! and replaced, never used; `--no-prompt-cache` keeps nothing.
+
+use serde_json::Value;
+
+use crate::common::{cairn, preset_model, preset_path};
+
+/// The trace's events of `kind`.
+fn events(trace: &std::path::Path, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["event"] == kind)
+        .collect()
+}
+
+/// The `.kv` files in `dir`.
+fn kv_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "kv"))
+        .collect()
+}
+
+/// One `cairn run` of a fixed task on the tiny preset in `home`; (stdout, stderr, trace path).
+fn run(home: &std::path::Path, n: usize, extra: &[&str]) -> (String, String, std::path::PathBuf) {
+    let trace = home.join(format!("trace-{n}.jsonl"));
+    let o = cairn(home)
+        .args(["run", "--max-rounds", "2", "--model"])
+        .arg(preset_path("smollm2-135m"))
+        .arg("--trace")
+        .arg(&trace)
+        .args(extra)
+        .arg("What is 6 * 7?")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{stderr}");
+    (
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        stderr,
+        trace,
+    )
+}
+
+#[test]
+fn the_second_run_reads_the_system_prompt_state_the_first_wrote_and_answers_the_same() {
+    let home = tempfile::tempdir().unwrap();
+    let prompts = home.path().join("prompts");
+    let (first, _, t1) = run(home.path(), 1, &[]);
+    let written = events(&t1, "prompt_cache");
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0]["action"], "written");
+    let tokens = written[0]["tokens"].as_u64().unwrap();
+    assert!(tokens >= 64, "{written:?}");
+    let files = kv_files(&prompts);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(written[0]["file"], files[0].display().to_string());
+
+    let (second, _, t2) = run(home.path(), 2, &[]);
+    let read = events(&t2, "prompt_cache");
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0]["action"], "read");
+    assert_eq!(read[0]["tokens"].as_u64(), Some(tokens));
+    // The first step's prompt starts from the state read.
+    let step = &events(&t2, "step")[0];
+    assert!(step["reused_tokens"].as_u64().unwrap() >= tokens, "{step}");
+    assert_eq!(first, second, "the same answer from the state read");
+    assert_eq!(kv_files(&prompts).len(), 1);
+
+    // Off: nothing read or written.
+    let (third, _, t3) = run(home.path(), 3, &["--no-prompt-cache"]);
+    assert!(events(&t3, "prompt_cache").is_empty());
+    assert_eq!(first, third);
+}
+
+#[test]
+fn a_damaged_prompt_cache_file_is_reported_and_written_again_never_used() {
+    let home = tempfile::tempdir().unwrap();
+    let prompts = home.path().join("prompts");
+    let (first, _, _) = run(home.path(), 1, &[]);
+    let file = kv_files(&prompts).pop().expect("a file written");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() - 1000;
+    bytes[at] ^= 0x40;
+    std::fs::write(&file, &bytes).unwrap();
+
+    let (second, stderr, t2) = run(home.path(), 2, &[]);
+    let warnings = events(&t2, "warning");
+    assert!(
+        warnings.iter().any(|w| w["message"]
+            .as_str()
+            .unwrap()
+            .contains("do not match their checksum")),
+        "{warnings:?}"
+    );
+    assert!(stderr.contains("is not usable"), "{stderr}");
+    assert_eq!(first, second);
+    // Written again whole: the next run reads it.
+    let (_, _, t3) = run(home.path(), 3, &[]);
+    assert_eq!(events(&t3, "prompt_cache")[0]["action"], "read");
+
+    // Cut short: the same.
+    let len = std::fs::metadata(&file).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let (fourth, _, t4) = run(home.path(), 4, &[]);
+    assert!(events(&t4, "warning")
+        .iter()
+        .any(|w| w["message"].as_str().unwrap().contains("cut short")));
+    assert_eq!(first, fourth);
+}
+
+/// What the cache relies on: the state after a prefix, computed on its own, saved and read
+/// back into a fresh session, gives the same logits to the last bit after the rest of the
+/// prompt as the whole prompt computed at once.
+#[test]
+fn a_prefix_state_read_back_gives_the_logits_of_the_whole_prompt_to_the_last_bit() {
+    let lm = preset_model("smollm2-135m");
+    let ids: Vec<u32> = lm
+        .tokenizer
+        .encode("The rules of the agent are these, and they are long enough to matter. Then the task: what is six times seven? Answer:")
+        .unwrap();
+    let cut = ids.len() / 2;
+    let mut whole = lm.session();
+    let expected = whole.feed(&ids).unwrap().to_vec();
+
+    let mut first = lm.session();
+    first.feed(&ids[..cut]).unwrap();
+    let mut bytes = Vec::new();
+    assert!(first.snapshot().unwrap().write_state(&mut bytes).unwrap());
+    let mut fresh = lm.session();
+    let snap = fresh
+        .read_snapshot(ids[..cut].to_vec(), &mut &bytes[..])
+        .unwrap();
+    fresh.restore(&snap).unwrap();
+    let got = fresh.feed(&ids).unwrap().to_vec();
+    assert_eq!(fresh.last_feed().reused, cut);
+    assert!(
+        got.iter()
+            .zip(&expected)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "logits differ"
+    );
+    // Counts that are not this model's are refused.
+    assert!(fresh
+        .read_snapshot(ids[..cut + 1].to_vec(), &mut &bytes[..])
+        .is_err());
+    assert!(fresh
+        .read_snapshot(ids[..cut].to_vec(), &mut &bytes[..bytes.len() / 2])
+        .is_err());
+}
