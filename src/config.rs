@@ -87,7 +87,7 @@ pub const SETTINGS: &[Setting] = &[
         flag: "--no-prompt-cache",
         env: "CAIRN_NO_PROMPT_CACHE",
         default: "off (the cache is on)",
-        doc: "Native engine: do not keep the computed state of the agent's system prompt in HOME/prompts/ (at most 8 files, 30-300 MB each). With the cache, a run whose model, build, threads and tools were seen before reads that state instead of computing it again (about 10 s of prefill for the 1.5B preset on 2 cores).",
+        doc: "Native engine: do not keep the computed state of the agent's system prompt and worked example in HOME/prompts/ (at most 32 files and 1 GB). With the cache, a run whose model, build, threads and tools were seen before reads that state instead of computing it again (about 10 s of prefill for the 1.5B preset on 2 cores).",
     },
     Setting {
         flag: "--free-sql",

@@ -36,9 +36,9 @@ pub struct Decoded {
     pub decode_ms: f64,
     /// Of the whole generation, the time spent computing the constraint's token masks, in ms.
     pub mask_ms: f64,
-    /// What the prompt cache did for the prompt's fixed beginning (read or written it), or
-    /// why it could not; `None` when it did nothing.
-    pub prompt_cache: Option<Result<crate::decode::prompt_cache::CacheUse, String>>,
+    /// What the prompt cache did for the prompt's fixed beginning (each part read or
+    /// written), or why it could not; empty when it did nothing.
+    pub prompt_cache: Vec<Result<crate::decode::prompt_cache::CacheUse, String>>,
 }
 
 /// A reasoning in plain text ([`Policy::reason`]), with what it cost and what was checked.
@@ -93,7 +93,7 @@ fn decoded(
         decode_ms: (total_ms - prefill_ms).max(0.0),
         mask_ms,
         text: g.text,
-        prompt_cache: None,
+        prompt_cache: Vec::new(),
     }
 }
 
@@ -126,6 +126,10 @@ pub trait Policy {
     ) -> Result<Option<Decoded>, AgentError> {
         Ok(None)
     }
+    /// Tells the policy that the first `n` messages of the task's prompts are fixed (the system
+    /// message and the worked example): a policy that keeps computed prompt states (the prompt
+    /// cache) keeps the state after them. The default does nothing.
+    fn set_fixed_messages(&mut self, _n: usize) {}
     /// Whether [`Policy::reason`] is available (the loop offers the `reason` action only then).
     fn can_reason(&self) -> bool {
         false
@@ -174,10 +178,12 @@ pub struct ModelPolicy {
     generated: HashMap<String, Vec<u32>>,
     /// The last prompt encoded, to avoid encoding it twice (budget check, then decode).
     last: Option<(Vec<Message>, Vec<u32>)>,
-    /// Of the last prompt encoded, the tokens of its system message (its fixed beginning,
-    /// kept by the prompt cache); `None` when it has none or was not encoded message by
-    /// message.
-    system_len: Option<usize>,
+    /// Of the last prompt encoded, the tokens of its system message and of its fixed messages
+    /// ([`Policy::set_fixed_messages`]), where the prompt cache keeps states; empty when it
+    /// has no system message or was not encoded message by message.
+    bounds: Vec<usize>,
+    /// How many leading messages of the prompts are fixed.
+    fixed_messages: usize,
 }
 
 impl ModelPolicy {
@@ -193,7 +199,8 @@ impl ModelPolicy {
             side: None,
             generated: HashMap::new(),
             last: None,
-            system_len: None,
+            bounds: Vec::new(),
+            fixed_messages: 1,
         }
     }
 
@@ -252,10 +259,13 @@ impl ModelPolicy {
         let constrained = constraint.is_some();
         let mut constraint = constraint;
         let start = Instant::now();
-        let warmed = self
-            .system_len
+        let bounds: Vec<usize> = self
+            .bounds
+            .iter()
+            .copied()
             .filter(|n| *n < ids.len())
-            .and_then(|n| self.decoder.warm_prefix(&ids[..n]));
+            .collect();
+        let warmed = self.decoder.warm_prefix(&ids, &bounds);
         let warm_ms = start.elapsed().as_secs_f64() * 1000.0;
         let g = self
             .decoder
@@ -304,7 +314,7 @@ impl ModelPolicy {
         }
         let mut prev = String::new();
         let mut incremental = true;
-        self.system_len = None;
+        self.bounds.clear();
         for i in 0..messages.len() {
             let text = lm.template.render(&messages[..=i], false)?;
             let Some(piece) = text.strip_prefix(prev.as_str()) else {
@@ -327,8 +337,9 @@ impl ModelPolicy {
                 }
                 None => ids.extend(tok.encode(piece)?),
             }
-            if i == 0 && m.role == Role::System {
-                self.system_len = Some(ids.len());
+            let system = messages[0].role == Role::System;
+            if system && (i == 0 || i + 1 == self.fixed_messages) {
+                self.bounds.push(ids.len());
             }
             prev = text;
         }
@@ -338,7 +349,7 @@ impl ModelPolicy {
             _ => {
                 ids.truncate(usize::from(tok.add_bos() && tok.bos_id().is_some()));
                 ids.extend(tok.encode(&full)?);
-                self.system_len = None;
+                self.bounds.clear();
             }
         }
         self.last = Some((messages.to_vec(), ids.clone()));
@@ -360,6 +371,13 @@ impl ModelPolicy {
 }
 
 impl Policy for ModelPolicy {
+    fn set_fixed_messages(&mut self, n: usize) {
+        if n != self.fixed_messages {
+            self.fixed_messages = n;
+            self.last = None;
+        }
+    }
+
     fn prompt_tokens(&mut self, messages: &[Message]) -> Result<usize, AgentError> {
         Ok(self.encode(messages)?.len())
     }

@@ -545,6 +545,7 @@ impl<P: Policy> Agent<P> {
         if let Some(e) = example {
             prefix.extend(super::examples::messages(e));
         }
+        self.policy.set_fixed_messages(prefix.len());
         let mut st = Rounds {
             infos,
             notes,
@@ -982,8 +983,15 @@ impl<P: Policy> Agent<P> {
     /// Adds a decoded step's tokens to the task's counts; returns the step's record so far.
     fn count_step(&mut self, run: &mut TaskRun, round: usize, decoded: &Decoded) -> StepRecord {
         use crate::decode::prompt_cache::CacheUse;
-        match &decoded.prompt_cache {
-            Some(Ok(used)) => {
+        for used in &decoded.prompt_cache {
+            let used = match used {
+                Ok(used) => used,
+                Err(message) => {
+                    self.warn(run, message.clone());
+                    continue;
+                }
+            };
+            {
                 let (action, tokens, bytes, ms, file) = match used {
                     CacheUse::Read {
                         tokens,
@@ -1009,8 +1017,6 @@ impl<P: Policy> Agent<P> {
                     },
                 );
             }
-            Some(Err(message)) => self.warn(run, message.clone()),
-            None => {}
         }
         let r = &mut run.result;
         r.rounds = round;

@@ -101,51 +101,94 @@ impl Decoder {
         self.prompt_cache = Some(cache);
     }
 
-    /// Makes the KV cache hold `prefix`, the fixed beginning of the prompts that follow, from
-    /// the prompt cache when it has it; else computes it and writes it there for the next
-    /// process. `None` when there is nothing to do: no prompt cache, reuse off, a prefix
-    /// shorter than [`prompt_cache::MIN_TOKENS`], or one the KV cache already holds. An error
-    /// is a message to report; the KV cache is then as it would be without the prompt cache.
+    /// Makes the KV cache hold `ids[..b]` for each of `bounds` in turn (the ends of the fixed
+    /// parts of the prompts that follow: the system message, then the worked example), each
+    /// part from the prompt cache when it has it (the first whole, each later one as the
+    /// positions after the one before), else computed and written there for the next time.
+    /// Nothing is done without a prompt cache, with reuse off, for a first part shorter than
+    /// [`prompt_cache::MIN_TOKENS`] or a later one shorter than [`prompt_cache::MIN_PART`],
+    /// or for a part the KV cache already holds. What was read or written, or each error as a
+    /// message to report (the KV cache is then as it would be without the prompt cache).
     pub fn warm_prefix(
         &mut self,
-        prefix: &[u32],
-    ) -> Option<Result<prompt_cache::CacheUse, String>> {
-        if !self.reuse || prefix.len() < prompt_cache::MIN_TOKENS {
-            return None;
+        ids: &[u32],
+        bounds: &[usize],
+    ) -> Vec<Result<prompt_cache::CacheUse, String>> {
+        let mut out = Vec::new();
+        if !self.reuse || self.prompt_cache.is_none() {
+            return out;
         }
-        let cache = self.prompt_cache.as_mut()?;
-        let held = self.session.tokens();
-        if held.len() >= prefix.len() && held[..prefix.len()] == *prefix {
-            return None;
-        }
-        let start = std::time::Instant::now();
-        let mut failed = None;
-        match cache.read(&self.session, prefix) {
-            Ok(Some((snap, used))) => match self.session.restore(&snap) {
-                Ok(()) => return Some(Ok(used)),
-                Err(e) => failed = Some(format!("the prompt cache could not be used: {e}")),
-            },
-            Ok(None) => {}
-            Err(e) => failed = Some(e),
-        }
-        // Computed here as the first prompt would compute it, then kept.
-        let written = match self.session.feed(prefix) {
-            Err(e) => Err(format!("the prompt's beginning could not be computed: {e}")),
-            Ok(_) => match self.session.snapshot() {
+        let mut prev = 0;
+        for &b in bounds {
+            let short = if prev == 0 {
+                prompt_cache::MIN_TOKENS
+            } else {
+                prompt_cache::MIN_PART
+            };
+            if b > ids.len() || b < prev + short {
+                continue;
+            }
+            let prefix = &ids[..b];
+            let held = self.session.tokens();
+            if held.len() >= b && held[..b] == *prefix {
+                prev = b;
+                continue;
+            }
+            let Some(cache) = self.prompt_cache.as_mut() else {
+                break;
+            };
+            let start = std::time::Instant::now();
+            let mut failed = None;
+            match cache.read(&self.session, prefix, prev) {
+                Ok(Some((snap, used))) => {
+                    let restored = if prev == 0 {
+                        self.session.restore(&snap)
+                    } else {
+                        self.session.restore_delta(&snap)
+                    };
+                    match restored {
+                        Ok(()) => {
+                            out.push(Ok(used));
+                            prev = b;
+                            continue;
+                        }
+                        Err(e) => failed = Some(format!("the prompt cache could not be used: {e}")),
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => failed = Some(e),
+            }
+            if let Some(e) = failed {
+                out.push(Err(e));
+            }
+            // Computed here as the prompt would compute it, then kept.
+            let snap = match self.session.feed(prefix) {
+                Err(e) => {
+                    out.push(Err(format!(
+                        "the prompt's beginning could not be computed: {e}"
+                    )));
+                    break;
+                }
+                Ok(_) if prev == 0 => self.session.snapshot(),
+                Ok(_) => self.session.snapshot_from(prev),
+            };
+            let written = match snap {
                 Err(e) => Err(format!("the prompt cache could not be written: {e}")),
                 Ok(snap) => cache.write(&snap),
-            },
-        };
-        match (failed, written) {
-            (Some(e), _) | (None, Err(e)) => Some(Err(e)),
-            (None, Ok(None)) => None,
-            (None, Ok(Some((file, bytes)))) => Some(Ok(prompt_cache::CacheUse::Written {
-                tokens: prefix.len(),
-                bytes,
-                ms: start.elapsed().as_secs_f64() * 1000.0,
-                file,
-            })),
+            };
+            match written {
+                Err(e) => out.push(Err(e)),
+                Ok(None) => {}
+                Ok(Some((file, bytes))) => out.push(Ok(prompt_cache::CacheUse::Written {
+                    tokens: b - prev,
+                    bytes,
+                    ms: start.elapsed().as_secs_f64() * 1000.0,
+                    file,
+                })),
+            }
+            prev = b;
         }
+        out
     }
 
     /// The loaded model.

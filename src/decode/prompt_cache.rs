@@ -7,7 +7,10 @@
 //! A file holds one prefix: a header (the identity below, the prefix's tokens, the length and
 //! SHA-256 of the payload) and the payload (the state of [`crate::model::Session`] after the
 //! prefix: every layer's keys and values, and the logits). Its name is a hash of the identity
-//! and the tokens. The identity is what the numbers depend on: the model file (path, size,
+//! and the tokens. A prefix in parts (the system message, then the worked example the task is
+//! shown) is kept as a file of the first part whole and one per later part holding only its
+//! own positions (`from` in the header): the dozen worked examples share the one system
+//! message's file, and each adds 10–20 MB instead of another whole state. The identity is what the numbers depend on: the model file (path, size,
 //! modification time), the cairn build (the executable's size and modification time), the
 //! kernels in use and the thread count; any other value and the file is another one. Reading
 //! checks the header's identity and tokens against the prompt's, the payload's length and
@@ -30,7 +33,7 @@ use crate::model::{LoadedModel, Session};
 const MAGIC: &[u8; 8] = b"CAIRNKV1";
 
 /// The most prompt cache files kept in the folder; past that the least recently used go.
-pub const MAX_FILES: usize = 8;
+pub const MAX_FILES: usize = 32;
 
 /// The most bytes of prompt cache files kept in the folder (the newest file is kept whatever
 /// its size); past that the least recently used go. A file is about 57 KB per token for the
@@ -41,9 +44,13 @@ pub const MAX_BYTES: u64 = 1 << 30;
 /// The fewest tokens a prefix must have to be kept: below that computing it is as quick.
 pub const MIN_TOKENS: usize = 64;
 
+/// The fewest tokens a later part of a prefix (the worked example after the system message)
+/// must have to be kept.
+pub const MIN_PART: usize = 32;
+
 /// The most files one process writes: a beginning that changes from task to task would
-/// otherwise write a file per task.
-pub const MAX_WRITES: usize = 4;
+/// otherwise write a file per task (the worked examples are a dozen).
+pub const MAX_WRITES: usize = 32;
 
 /// What the prompt cache did for one prompt.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,11 +133,13 @@ impl PromptCache {
         &self.dir
     }
 
-    /// The file that holds the state after `tokens`.
-    pub fn file_for(&self, tokens: &[u32]) -> PathBuf {
+    /// The file that holds the state after `tokens` (from position `from` on: 0 for the
+    /// whole of it).
+    pub fn file_for(&self, tokens: &[u32], from: usize) -> PathBuf {
         let mut h = Sha256::new();
         h.update(self.identity.as_bytes());
         h.update([0]);
+        h.update((from as u64).to_le_bytes());
         for t in tokens {
             h.update(t.to_le_bytes());
         }
@@ -148,9 +157,10 @@ impl PromptCache {
         &self,
         session: &Session,
         tokens: &[u32],
+        from: usize,
     ) -> Result<Option<(SessionSnapshot, CacheUse)>, String> {
         let start = Instant::now();
-        let file = self.file_for(tokens);
+        let file = self.file_for(tokens, from);
         let bytes = match fs::read(&file) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -175,7 +185,7 @@ impl PromptCache {
         let (header, payload) = rest.split_at(len);
         let header: Header =
             serde_json::from_slice(header).map_err(|e| bad(&format!("its header: {e}")))?;
-        if header.identity != self.identity || header.tokens != tokens {
+        if header.identity != self.identity || header.tokens != tokens || header.from != from {
             return Err(bad("it was written for another model, build or prompt"));
         }
         if header.payload_bytes != payload.len() as u64 {
@@ -187,12 +197,15 @@ impl PromptCache {
         let snap = session
             .read_snapshot(tokens.to_vec(), &mut &payload[..])
             .map_err(|e| bad(&e.to_string()))?;
+        if snap.start() != from {
+            return Err(bad("it holds other positions than its header says"));
+        }
         // Touched, so that the least recently used files are the ones removed.
         if let Ok(f) = fs::File::options().append(true).open(&file) {
             let _ = f.set_modified(SystemTime::now());
         }
         let used = CacheUse::Read {
-            tokens: tokens.len(),
+            tokens: tokens.len() - from,
             bytes: bytes.len() as u64,
             ms: start.elapsed().as_secs_f64() * 1000.0,
             file,
@@ -208,7 +221,7 @@ impl PromptCache {
             return Ok(None);
         }
         self.writes += 1;
-        let file = self.file_for(snap.tokens());
+        let file = self.file_for(snap.tokens(), snap.start());
         let mut payload = Vec::new();
         match snap.write_state(&mut payload) {
             Ok(true) => {}
@@ -217,6 +230,7 @@ impl PromptCache {
         }
         let header = Header {
             identity: self.identity.clone(),
+            from: snap.start(),
             tokens: snap.tokens().to_vec(),
             payload_bytes: payload.len() as u64,
             payload_sha256: hex(&Sha256::digest(&payload)),
@@ -301,6 +315,8 @@ impl PromptCache {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Header {
     identity: String,
+    /// The first position held: 0, or for the part after an earlier one, where it starts.
+    from: usize,
     tokens: Vec<u32>,
     payload_bytes: u64,
     payload_sha256: String,

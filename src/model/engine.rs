@@ -254,6 +254,28 @@ impl EngineState {
         })
     }
 
+    /// A copy of the positions `start..` of the state, to be written after a state that holds
+    /// the first `start` ([`EngineState::restore_delta`]); the native engine only.
+    pub fn snapshot_from(&self, start: usize) -> Result<EngineSnapshot> {
+        match self {
+            EngineState::Cpu(s) => Ok(EngineSnapshot::Cpu(s.snapshot_from(start)?)),
+            EngineState::Candle(_) => Err(ModelError::Snapshot(
+                "the candle engine keeps no partial states".into(),
+            )),
+        }
+    }
+
+    /// Writes the delta `snap` ([`EngineState::snapshot_from`]) after the state, which must
+    /// hold exactly the positions before it.
+    pub fn restore_delta(&mut self, snap: &EngineSnapshot) -> Result<()> {
+        match (self, snap) {
+            (EngineState::Cpu(s), EngineSnapshot::Cpu(snap)) => s.restore_delta(snap),
+            _ => Err(ModelError::Snapshot(
+                "the candle engine keeps no partial states".into(),
+            )),
+        }
+    }
+
     /// Puts a snapshot of the same engine back, replacing what the state holds.
     pub fn restore(&mut self, snap: &EngineSnapshot) -> Result<()> {
         match (self, snap) {

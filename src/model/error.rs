@@ -127,6 +127,9 @@ pub enum ModelError {
         /// The engine it was used with.
         expected: &'static str,
     },
+    /// A snapshot that does not fit the state it is written to (a delta after another prefix).
+    #[error("a saved state does not fit: {0}")]
+    Snapshot(String),
     /// The device asked for cannot be used (not compiled in, absent, or its driver failed).
     #[error("cannot run on {device}: {reason}")]
     Device {

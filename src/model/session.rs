@@ -51,6 +51,15 @@ impl SessionSnapshot {
         &self.tokens
     }
 
+    /// The first position of the state it holds: 0, or for a delta
+    /// ([`Session::snapshot_from`]) the tokens it follows.
+    pub fn start(&self) -> usize {
+        match &self.state {
+            EngineSnapshot::Cpu(s) => s.start(),
+            EngineSnapshot::Candle(_) => 0,
+        }
+    }
+
     /// Writes its cache and logits ([`super::cpu::CpuSnapshot::write_to`]); `Ok(false)`,
     /// writing nothing, for a snapshot of the candle engine, which has no such form.
     pub fn write_state(&self, w: &mut dyn std::io::Write) -> std::io::Result<bool> {
@@ -253,6 +262,35 @@ impl Session {
             state: self.state.snapshot()?,
             has_logits: self.has_logits,
         })
+    }
+
+    /// A snapshot of the positions `start..` only (the tokens and logits after them too): to
+    /// be written after the first `start` tokens ([`Session::restore_delta`]). Native engine.
+    pub fn snapshot_from(&self, start: usize) -> Result<SessionSnapshot> {
+        Ok(SessionSnapshot {
+            tokens: self.tokens.clone(),
+            state: self.state.snapshot_from(start)?,
+            has_logits: self.has_logits,
+        })
+    }
+
+    /// Makes the session hold the tokens of the delta `snap`: it must hold its first
+    /// `snap.start()` tokens (and may hold more, which are cut).
+    pub fn restore_delta(&mut self, snap: &SessionSnapshot) -> Result<()> {
+        let start = snap.start();
+        if start == 0 || self.tokens.len() < start || self.tokens[..start] != snap.tokens[..start] {
+            return Err(ModelError::Snapshot(format!(
+                "the saved tokens {start}.. follow other tokens than the session holds"
+            )));
+        }
+        self.truncate(start);
+        if let Err(e) = self.state.restore_delta(&snap.state) {
+            self.truncate(start);
+            return Err(e);
+        }
+        self.tokens.clone_from(&snap.tokens);
+        self.has_logits = snap.has_logits;
+        Ok(())
     }
 
     /// Returns to a saved state.

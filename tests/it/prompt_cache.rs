@@ -54,25 +54,47 @@ fn the_second_run_reads_the_system_prompt_state_the_first_wrote_and_answers_the_
     let home = tempfile::tempdir().unwrap();
     let prompts = home.path().join("prompts");
     let (first, _, t1) = run(home.path(), 1, &[]);
+    // Two parts: the system message whole, then the worked example's own positions.
     let written = events(&t1, "prompt_cache");
-    assert_eq!(written.len(), 1, "{written:?}");
-    assert_eq!(written[0]["action"], "written");
-    let tokens = written[0]["tokens"].as_u64().unwrap();
-    assert!(tokens >= 64, "{written:?}");
-    let files = kv_files(&prompts);
-    assert_eq!(files.len(), 1, "{files:?}");
-    assert_eq!(written[0]["file"], files[0].display().to_string());
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(
+        written.iter().all(|w| w["action"] == "written"),
+        "{written:?}"
+    );
+    let tokens: Vec<u64> = written
+        .iter()
+        .map(|w| w["tokens"].as_u64().unwrap())
+        .collect();
+    assert!(tokens[0] >= 64 && tokens[1] >= 32, "{written:?}");
+    let mut files = kv_files(&prompts);
+    files.sort();
+    let mut named: Vec<String> = written
+        .iter()
+        .map(|w| w["file"].as_str().unwrap().to_string())
+        .collect();
+    named.sort();
+    assert_eq!(
+        named,
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+    );
 
     let (second, _, t2) = run(home.path(), 2, &[]);
     let read = events(&t2, "prompt_cache");
-    assert_eq!(read.len(), 1, "{read:?}");
-    assert_eq!(read[0]["action"], "read");
-    assert_eq!(read[0]["tokens"].as_u64(), Some(tokens));
+    assert_eq!(read.len(), 2, "{read:?}");
+    assert!(read.iter().all(|r| r["action"] == "read"), "{read:?}");
+    let read_tokens: Vec<u64> = read.iter().map(|r| r["tokens"].as_u64().unwrap()).collect();
+    assert_eq!(read_tokens, tokens);
     // The first step's prompt starts from the state read.
     let step = &events(&t2, "step")[0];
-    assert!(step["reused_tokens"].as_u64().unwrap() >= tokens, "{step}");
+    assert!(
+        step["reused_tokens"].as_u64().unwrap() >= tokens[0] + tokens[1],
+        "{step}"
+    );
     assert_eq!(first, second, "the same answer from the state read");
-    assert_eq!(kv_files(&prompts).len(), 1);
+    assert_eq!(kv_files(&prompts).len(), 2);
 
     // Off: nothing read or written.
     let (third, _, t3) = run(home.path(), 3, &["--no-prompt-cache"]);
@@ -85,7 +107,11 @@ fn a_damaged_prompt_cache_file_is_reported_and_written_again_never_used() {
     let home = tempfile::tempdir().unwrap();
     let prompts = home.path().join("prompts");
     let (first, _, _) = run(home.path(), 1, &[]);
-    let file = kv_files(&prompts).pop().expect("a file written");
+    // The larger file: the system message's state.
+    let file = kv_files(&prompts)
+        .into_iter()
+        .max_by_key(|f| std::fs::metadata(f).unwrap().len())
+        .expect("a file written");
     let mut bytes = std::fs::read(&file).unwrap();
     let at = bytes.len() - 1000;
     bytes[at] ^= 0x40;
@@ -104,7 +130,9 @@ fn a_damaged_prompt_cache_file_is_reported_and_written_again_never_used() {
     assert_eq!(first, second);
     // Written again whole: the next run reads it.
     let (_, _, t3) = run(home.path(), 3, &[]);
-    assert_eq!(events(&t3, "prompt_cache")[0]["action"], "read");
+    assert!(events(&t3, "prompt_cache")
+        .iter()
+        .all(|e| e["action"] == "read"));
 
     // Cut short: the same.
     let len = std::fs::metadata(&file).unwrap().len();
@@ -159,4 +187,53 @@ fn a_prefix_state_read_back_gives_the_logits_of_the_whole_prompt_to_the_last_bit
     assert!(fresh
         .read_snapshot(ids[..cut].to_vec(), &mut &bytes[..bytes.len() / 2])
         .is_err());
+}
+
+/// The worked example's part: the positions after the system message's, saved alone and
+/// written after that state in a fresh session, give the logits of the whole prompt to the
+/// last bit; written after other tokens, they are refused.
+#[test]
+fn a_later_part_read_back_after_the_first_gives_the_logits_of_the_whole_prompt() {
+    let lm = preset_model("smollm2-135m");
+    let ids: Vec<u32> = lm
+        .tokenizer
+        .encode("System: the rules are these, and they are long. Example: a task, its steps and its answer, shown as an earlier task. Then the task: what is six times seven? Answer:")
+        .unwrap();
+    let (a, b) = (ids.len() / 3, 2 * ids.len() / 3);
+    let mut whole = lm.session();
+    let expected = whole.feed(&ids).unwrap().to_vec();
+
+    let mut first = lm.session();
+    first.feed(&ids[..a]).unwrap();
+    let (mut head, mut part) = (Vec::new(), Vec::new());
+    first.snapshot().unwrap().write_state(&mut head).unwrap();
+    first.feed(&ids[..b]).unwrap();
+    let delta = first.snapshot_from(a).unwrap();
+    assert_eq!(delta.start(), a);
+    delta.write_state(&mut part).unwrap();
+
+    let mut fresh = lm.session();
+    let h = fresh
+        .read_snapshot(ids[..a].to_vec(), &mut &head[..])
+        .unwrap();
+    fresh.restore(&h).unwrap();
+    let d = fresh
+        .read_snapshot(ids[..b].to_vec(), &mut &part[..])
+        .unwrap();
+    // A part is not a whole state.
+    assert!(lm.session().restore(&d).is_err());
+    fresh.restore_delta(&d).unwrap();
+    let got = fresh.feed(&ids).unwrap().to_vec();
+    assert_eq!(fresh.last_feed().reused, b);
+    assert!(
+        got.iter()
+            .zip(&expected)
+            .all(|(x, y)| x.to_bits() == y.to_bits()),
+        "logits differ"
+    );
+    // After other tokens than its own first part: refused, the session left as it was.
+    let mut other = lm.session();
+    other.feed(&ids[1..a + 1]).unwrap();
+    assert!(other.restore_delta(&d).is_err());
+    assert_eq!(other.tokens(), &ids[1..a + 1]);
 }

@@ -44,6 +44,25 @@ pub(super) fn store_keys(keys: &mut [f32], k: &[f32], pos: usize, kv_heads: usiz
     }
 }
 
+/// The keys of positions `from..to` of the blocked key cache `keys`, position-major
+/// (`kv_heads × hd` each): what [`store_keys`] wrote.
+pub(super) fn load_keys(
+    keys: &[f32],
+    from: usize,
+    to: usize,
+    kv_heads: usize,
+    hd: usize,
+) -> Vec<f32> {
+    let width = kv_heads * hd;
+    let mut out = Vec::with_capacity((to - from) * width);
+    for j in from..to {
+        let block = &keys[(j / KEY_LANES) * KEY_LANES * width..][..KEY_LANES * width];
+        let lane = j % KEY_LANES;
+        out.extend((0..width).map(|d| block[d * KEY_LANES + lane]));
+    }
+    out
+}
+
 /// `e^x` for `x` in `[-87, 88]` (clamped there), within 2 ulp of `f32::exp`, from arithmetic
 /// and bit operations only, so that a loop over a slice of it vectorizes (a call to the
 /// library's `expf` per element does not). Cephes' `expf`: `x = n·ln 2 + r` with `|r| ≤ ln 2 / 2`,

@@ -40,17 +40,20 @@ impl std::fmt::Debug for CpuState {
     }
 }
 
-/// A copy of a [`CpuState`]'s live prefix and logits.
+/// A copy of a [`CpuState`]'s live prefix and logits, or of the positions `start..len` of it
+/// (a delta, [`CpuState::snapshot_from`]: keys position-major like the values, to be written
+/// after a state that holds the first `start`).
 #[derive(Debug, Clone)]
 pub struct CpuSnapshot {
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
+    start: usize,
     len: usize,
     logits: Vec<f32>,
 }
 
 impl CpuSnapshot {
-    /// How many positions it holds.
+    /// How many positions the state holds once it is restored.
     pub fn len(&self) -> usize {
         self.len
     }
@@ -60,9 +63,16 @@ impl CpuSnapshot {
         self.len == 0
     }
 
-    /// Writes it as little-endian numbers: the positions and layers, then per layer the keys'
-    /// and the values' floats (each with its count), then the logits (with their count).
+    /// The first position it holds (0 unless it is a delta).
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// Writes it as little-endian numbers: the first position, the positions and layers, then
+    /// per layer the keys' and the values' floats (each with its count), then the logits
+    /// (with their count).
     pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        w.write_all(&(self.start as u64).to_le_bytes())?;
         w.write_all(&(self.len as u64).to_le_bytes())?;
         w.write_all(&(self.keys.len() as u64).to_le_bytes())?;
         for (k, v) in self.keys.iter().zip(&self.values) {
@@ -83,21 +93,31 @@ impl CpuSnapshot {
         vocab: usize,
     ) -> std::io::Result<CpuSnapshot> {
         let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+        let start = read_u64(r)? as usize;
         let len = read_u64(r)? as usize;
+        if start > len {
+            return Err(bad(format!("positions {start}..{len}")));
+        }
         let n = read_u64(r)? as usize;
         if n != layers {
             return Err(bad(format!("{n} layers where the model has {layers}")));
         }
+        let key_count = if start == 0 {
+            key_floats(len, width)
+        } else {
+            (len - start) * width
+        };
         let mut keys = Vec::with_capacity(layers);
         let mut values = Vec::with_capacity(layers);
         for _ in 0..layers {
-            keys.push(read_floats(r, key_floats(len, width))?);
-            values.push(read_floats(r, len * width)?);
+            keys.push(read_floats(r, key_count)?);
+            values.push(read_floats(r, (len - start) * width)?);
         }
         let logits = read_floats(r, vocab)?;
         Ok(CpuSnapshot {
             keys,
             values,
+            start,
             len,
             logits,
         })
@@ -149,6 +169,58 @@ fn read_floats(r: &mut dyn std::io::Read, expected: usize) -> std::io::Result<Ve
 }
 
 impl CpuState {
+    /// A copy of the positions `start..` of this state (with the logits), to be written after
+    /// a state that holds the first `start` ([`CpuState::restore_delta`]).
+    pub fn snapshot_from(&self, start: usize) -> Result<CpuSnapshot> {
+        let (len, width) = (self.kv.len(), self.kv.width());
+        if start == 0 || start > len {
+            return Err(crate::model::error::ModelError::Snapshot(format!(
+                "positions {start}.. of a state of {len}"
+            )));
+        }
+        let kv_heads = self.kv.kv_heads();
+        let hd = self.kv.head_dim();
+        let keys = self
+            .keys
+            .iter()
+            .map(|k| super::attention::load_keys(k, start, len, kv_heads, hd))
+            .collect();
+        let values = self
+            .values
+            .iter()
+            .map(|v| v[start * width..len * width].to_vec())
+            .collect();
+        Ok(CpuSnapshot {
+            keys,
+            values,
+            start,
+            len,
+            logits: self.logits.clone(),
+        })
+    }
+
+    /// Writes the positions of the delta `snap` after this state, which must hold exactly
+    /// its first `snap.start()` positions.
+    pub fn restore_delta(&mut self, snap: &CpuSnapshot) -> Result<()> {
+        let held = self.kv.len();
+        if snap.start == 0 || snap.start != held || snap.keys.len() != self.kv.layers() {
+            return Err(crate::model::error::ModelError::Snapshot(format!(
+                "positions {}..{} cannot follow a state of {held}",
+                snap.start, snap.len
+            )));
+        }
+        let width = self.kv.width();
+        let (kv_heads, hd) = (self.kv.kv_heads(), self.kv.head_dim());
+        self.reserve(snap.len - held)?;
+        for (layer, (k, v)) in snap.keys.iter().zip(&snap.values).enumerate() {
+            super::attention::store_keys(&mut self.keys[layer], k, held, kv_heads, hd);
+            self.values[layer][held * width..snap.len * width].copy_from_slice(v);
+        }
+        self.kv.set_len(snap.len);
+        self.logits.clone_from(&snap.logits);
+        Ok(())
+    }
+
     /// An empty state; nothing is allocated until the first forward pass.
     pub(super) fn new(kv: KvPositions) -> Self {
         CpuState {
@@ -201,12 +273,19 @@ impl State for CpuState {
             // The keys' blocks holding the live positions (the last one may be partly used).
             keys: copy(&self.keys, key_floats(self.kv.len(), self.kv.width())),
             values: copy(&self.values, self.kv.len() * self.kv.width()),
+            start: 0,
             len: self.kv.len(),
             logits: self.logits.clone(),
         })
     }
 
     fn restore(&mut self, snap: &CpuSnapshot) -> Result<()> {
+        if snap.start != 0 {
+            return Err(crate::model::error::ModelError::Snapshot(format!(
+                "a snapshot of positions {}..{} is written after a state that holds the first {}",
+                snap.start, snap.len, snap.start
+            )));
+        }
         self.kv.set_len(0);
         if snap.len > 0 {
             self.reserve(snap.len)?;
