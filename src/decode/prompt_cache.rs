@@ -348,14 +348,14 @@ mod tests {
             identity: "test".into(),
             writes: 0,
         };
-        let files: Vec<PathBuf> = (0..10)
+        let files: Vec<PathBuf> = (0..MAX_FILES as u64 + 2)
             .map(|i| file(dir.path(), &format!("{i}.kv"), 10, 100 - i))
             .collect();
         let other = file(dir.path(), "notes.txt", 10, 1000);
         let fresh_tmp = file(dir.path(), ".a.kv.1.0.tmp", 10, 10);
         let stale_tmp = file(dir.path(), ".b.kv.1.0.tmp", 10, 7200);
         cache.prune();
-        // The two oldest of ten go; other files stay, but a temporary file an hour old.
+        // The two oldest go; other files stay, but a temporary file an hour old.
         assert!(!files[0].exists() && !files[1].exists());
         assert!(files[2..].iter().all(|p| p.exists()));
         assert!(other.exists() && fresh_tmp.exists() && !stale_tmp.exists());
