@@ -163,7 +163,10 @@ impl PromptCache {
         let file = self.file_for(tokens, from);
         let bytes = match fs::read(&file) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            // No file (or no folder: a path through a file reads "not a directory").
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || !file.exists() => {
+                return Ok(None)
+            }
             Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
         };
         let bad = |why: &str| {
@@ -215,7 +218,8 @@ impl PromptCache {
 
     /// Writes `snap` (the state after its tokens) to its file, then removes the least recently
     /// used files past [`MAX_FILES`]; the bytes written. An error naming the file when it cannot
-    /// be written; `Ok(None)` when this process has written [`MAX_WRITES`] files already.
+    /// be written (and no more writes by this cache then); `Ok(None)` when this process has
+    /// written [`MAX_WRITES`] files already.
     pub fn write(&mut self, snap: &SessionSnapshot) -> Result<Option<(PathBuf, u64)>, String> {
         if self.writes >= MAX_WRITES {
             return Ok(None);
@@ -243,7 +247,12 @@ impl PromptCache {
                 file.display()
             )
         };
-        fs::create_dir_all(&self.dir).map_err(fail)?;
+        // A folder that cannot be written stays so for this process: one warning, and no more
+        // states copied and hashed for nothing.
+        if let Err(e) = fs::create_dir_all(&self.dir) {
+            self.writes = MAX_WRITES;
+            return Err(fail(e));
+        }
         // Unique to this process and call: two jobs of one batch may write the same prefix.
         static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let tmp = self.dir.join(format!(
@@ -263,6 +272,7 @@ impl PromptCache {
         })();
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);
+            self.writes = MAX_WRITES;
             return Err(fail(e));
         }
         self.prune();

@@ -237,3 +237,32 @@ fn a_later_part_read_back_after_the_first_gives_the_logits_of_the_whole_prompt()
     assert!(other.restore_delta(&d).is_err());
     assert_eq!(other.tokens(), &ids[1..a + 1]);
 }
+
+/// A home where the prompt cache cannot be written (here `prompts` is a file): the run goes
+/// on and answers as without the cache, with one warning that says so and how to turn the
+/// cache off.
+#[test]
+fn a_prompt_cache_folder_that_cannot_be_written_is_one_warning_and_the_same_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let (plain, _, _) = run(home.path(), 1, &["--no-prompt-cache"]);
+    std::fs::write(home.path().join("prompts"), "not a folder").unwrap();
+    let (answer, stderr, trace) = run(home.path(), 2, &[]);
+    assert_eq!(plain, answer);
+    // (The tiny model's own warnings, a long answer, are not the cache's.)
+    let warnings: Vec<String> = events(&trace, "warning")
+        .iter()
+        .map(|w| w["message"].as_str().unwrap().to_string())
+        .filter(|m| m.contains("prompt cache"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("cannot write the prompt cache file")
+            && warnings[0].contains("--no-prompt-cache"),
+        "{warnings:?}"
+    );
+    assert!(
+        stderr.contains("cannot write the prompt cache file"),
+        "{stderr}"
+    );
+    assert!(events(&trace, "prompt_cache").is_empty());
+}
