@@ -204,8 +204,9 @@ impl ModelPolicy {
         }
     }
 
-    /// Keeps the state after the system message in `cache`, so that the next process with the
-    /// same model and tools starts from it ([`crate::decode::prompt_cache`]).
+    /// Keeps the state after the system message, and the worked example's part after it, in
+    /// `cache`, so that the next process with the same model and tools, or the next task with
+    /// the same example, starts from them ([`crate::decode::prompt_cache`]).
     pub fn set_prompt_cache(&mut self, cache: crate::decode::prompt_cache::PromptCache) {
         self.decoder.set_prompt_cache(cache);
     }
