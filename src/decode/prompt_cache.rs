@@ -26,6 +26,7 @@ use std::time::{Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
+use crate::model::fetch::hex;
 use crate::model::session::SessionSnapshot;
 use crate::model::{LoadedModel, Session};
 
@@ -143,11 +144,7 @@ impl PromptCache {
         for t in tokens {
             h.update(t.to_le_bytes());
         }
-        let hex: String = h.finalize()[..12]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        self.dir.join(format!("{hex}.kv"))
+        self.dir.join(format!("{}.kv", hex(&h.finalize()[..12])))
     }
 
     /// The state after `tokens` for `session`'s model from its file: `Ok(None)` when there is
@@ -330,11 +327,6 @@ struct Header {
     tokens: Vec<u32>,
     payload_bytes: u64,
     payload_sha256: String,
-}
-
-/// `bytes` in lower-case hexadecimal.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ pub fn sha256_file(path: &Path) -> Result<String, io::Error> {
 }
 
 /// Bytes as lowercase hex.
-pub(super) fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -26,6 +26,7 @@
 //! [`FetchProgress`] that receives the progress and notes.
 
 mod cache;
+pub(crate) use cache::hex;
 mod error;
 mod hf;
 mod partial;
