@@ -164,7 +164,13 @@ impl PromptCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound || !file.exists() => {
                 return Ok(None)
             }
-            Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+            Err(e) => {
+                return Err(format!(
+                    "cannot read the prompt cache file {}: {e} (the run goes on without it; \
+                     --no-prompt-cache turns the cache off)",
+                    file.display()
+                ))
+            }
         };
         let bad = |why: &str| {
             format!(
@@ -188,8 +194,11 @@ impl PromptCache {
         if header.identity != self.identity || header.tokens != tokens || header.from != from {
             return Err(bad("it was written for another model, build or prompt"));
         }
-        if header.payload_bytes != payload.len() as u64 {
+        if header.payload_bytes > payload.len() as u64 {
             return Err(bad("cut short"));
+        }
+        if header.payload_bytes < payload.len() as u64 {
+            return Err(bad("longer than its header says"));
         }
         if hex(&Sha256::digest(payload)) != header.payload_sha256 {
             return Err(bad("its contents do not match their checksum"));
