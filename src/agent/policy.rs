@@ -316,6 +316,7 @@ impl ModelPolicy {
         let mut prev = String::new();
         let mut incremental = true;
         self.bounds.clear();
+        let system = messages.first().is_some_and(|m| m.role == Role::System);
         for i in 0..messages.len() {
             let text = lm.template.render(&messages[..=i], false)?;
             let Some(piece) = text.strip_prefix(prev.as_str()) else {
@@ -338,7 +339,6 @@ impl ModelPolicy {
                 }
                 None => ids.extend(tok.encode(piece)?),
             }
-            let system = messages[0].role == Role::System;
             if system && (i == 0 || i + 1 == self.fixed_messages) {
                 self.bounds.push(ids.len());
             }

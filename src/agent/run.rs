@@ -982,40 +982,19 @@ impl<P: Policy> Agent<P> {
 
     /// Adds a decoded step's tokens to the task's counts; returns the step's record so far.
     fn count_step(&mut self, run: &mut TaskRun, round: usize, decoded: &Decoded) -> StepRecord {
-        use crate::decode::prompt_cache::CacheUse;
         for used in &decoded.prompt_cache {
-            let used = match used {
-                Ok(used) => used,
-                Err(message) => {
-                    self.warn(run, message.clone());
-                    continue;
-                }
-            };
-            {
-                let (action, tokens, bytes, ms, file) = match used {
-                    CacheUse::Read {
-                        tokens,
-                        bytes,
-                        ms,
-                        file,
-                    } => ("read", tokens, bytes, ms, file),
-                    CacheUse::Written {
-                        tokens,
-                        bytes,
-                        ms,
-                        file,
-                    } => ("written", tokens, bytes, ms, file),
-                };
-                self.emit(
+            match used {
+                Err(message) => self.warn(run, message.clone()),
+                Ok(u) => self.emit(
                     run.start,
                     EventKind::PromptCache {
-                        action: action.to_string(),
-                        tokens: *tokens,
-                        bytes: *bytes,
-                        ms: *ms,
-                        file: file.display().to_string(),
+                        action: if u.written { "written" } else { "read" }.to_string(),
+                        tokens: u.tokens,
+                        bytes: u.bytes,
+                        ms: u.ms,
+                        file: u.file.display().to_string(),
                     },
-                );
+                ),
             }
         }
         let r = &mut run.result;

@@ -179,7 +179,8 @@ impl Decoder {
             match written {
                 Err(e) => out.push(Err(e)),
                 Ok(None) => {}
-                Ok(Some((file, bytes))) => out.push(Ok(prompt_cache::CacheUse::Written {
+                Ok(Some((file, bytes))) => out.push(Ok(prompt_cache::CacheUse {
+                    written: true,
                     tokens: b - prev,
                     bytes,
                     ms: start.elapsed().as_secs_f64() * 1000.0,

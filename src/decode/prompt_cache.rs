@@ -53,31 +53,19 @@ pub const MIN_PART: usize = 32;
 /// otherwise write a file per task (the worked examples are a dozen).
 pub const MAX_WRITES: usize = 32;
 
-/// What the prompt cache did for one prompt.
+/// What the prompt cache did for one part of a prompt.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CacheUse {
-    /// The prefix's state was read from `file`.
-    Read {
-        /// Tokens of the prefix.
-        tokens: usize,
-        /// Bytes read.
-        bytes: u64,
-        /// Time to read and check it, in ms.
-        ms: f64,
-        /// The file.
-        file: PathBuf,
-    },
-    /// The prefix was computed and its state written to `file`.
-    Written {
-        /// Tokens of the prefix.
-        tokens: usize,
-        /// Bytes written.
-        bytes: u64,
-        /// Time to compute and write it, in ms.
-        ms: f64,
-        /// The file.
-        file: PathBuf,
-    },
+pub struct CacheUse {
+    /// Whether the part was computed and written (else it was read).
+    pub written: bool,
+    /// Tokens of the part.
+    pub tokens: usize,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Time it took, in ms (computing the part included when it was written).
+    pub ms: f64,
+    /// The file.
+    pub file: PathBuf,
 }
 
 /// A folder of prompt cache files for one model, build, kernel set and thread count.
@@ -127,11 +115,6 @@ impl PromptCache {
             identity,
             writes: 0,
         })
-    }
-
-    /// The folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// The file that holds the state after `tokens` (from position `from` on: 0 for the
@@ -213,7 +196,8 @@ impl PromptCache {
         if let Ok(f) = fs::File::options().append(true).open(&file) {
             let _ = f.set_modified(SystemTime::now());
         }
-        let used = CacheUse::Read {
+        let used = CacheUse {
+            written: false,
             tokens: tokens.len() - from,
             bytes: bytes.len() as u64,
             ms: start.elapsed().as_secs_f64() * 1000.0,

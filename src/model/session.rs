@@ -284,10 +284,7 @@ impl Session {
             )));
         }
         self.truncate(start);
-        if let Err(e) = self.state.restore_delta(&snap.state) {
-            self.truncate(start);
-            return Err(e);
-        }
+        self.state.restore_delta(&snap.state)?;
         self.tokens.clone_from(&snap.tokens);
         self.has_logits = snap.has_logits;
         Ok(())

@@ -149,19 +149,29 @@ fn a_damaged_prompt_cache_file_is_reported_and_written_again_never_used() {
     assert_eq!(first, fourth);
 }
 
+/// The tokens of `text` and the logits after all of them, computed at once in a new session.
+fn whole_prompt(lm: &cairn::model::LoadedModel, text: &str) -> (Vec<u32>, Vec<f32>) {
+    let ids = lm.tokenizer.encode(text).unwrap();
+    let logits = lm.session().feed(&ids).unwrap().to_vec();
+    (ids, logits)
+}
+
+/// The bits of `logits`, to compare two runs to the last bit.
+fn bits(logits: &[f32]) -> Vec<u32> {
+    logits.iter().map(|x| x.to_bits()).collect()
+}
+
 /// What the cache relies on: the state after a prefix, computed on its own, saved and read
 /// back into a fresh session, gives the same logits to the last bit after the rest of the
 /// prompt as the whole prompt computed at once.
 #[test]
 fn a_prefix_state_read_back_gives_the_logits_of_the_whole_prompt_to_the_last_bit() {
     let lm = preset_model("smollm2-135m");
-    let ids: Vec<u32> = lm
-        .tokenizer
-        .encode("The rules of the agent are these, and they are long enough to matter. Then the task: what is six times seven? Answer:")
-        .unwrap();
+    let (ids, expected) = whole_prompt(
+        lm,
+        "The rules of the agent are these, and they are long enough to matter. Then the task: what is six times seven? Answer:",
+    );
     let cut = ids.len() / 2;
-    let mut whole = lm.session();
-    let expected = whole.feed(&ids).unwrap().to_vec();
 
     let mut first = lm.session();
     first.feed(&ids[..cut]).unwrap();
@@ -174,12 +184,7 @@ fn a_prefix_state_read_back_gives_the_logits_of_the_whole_prompt_to_the_last_bit
     fresh.restore(&snap).unwrap();
     let got = fresh.feed(&ids).unwrap().to_vec();
     assert_eq!(fresh.last_feed().reused, cut);
-    assert!(
-        got.iter()
-            .zip(&expected)
-            .all(|(a, b)| a.to_bits() == b.to_bits()),
-        "logits differ"
-    );
+    assert_eq!(bits(&got), bits(&expected), "logits differ");
     // Counts that are not this model's are refused.
     assert!(fresh
         .read_snapshot(ids[..cut + 1].to_vec(), &mut &bytes[..])
@@ -195,13 +200,11 @@ fn a_prefix_state_read_back_gives_the_logits_of_the_whole_prompt_to_the_last_bit
 #[test]
 fn a_later_part_read_back_after_the_first_gives_the_logits_of_the_whole_prompt() {
     let lm = preset_model("smollm2-135m");
-    let ids: Vec<u32> = lm
-        .tokenizer
-        .encode("System: the rules are these, and they are long. Example: a task, its steps and its answer, shown as an earlier task. Then the task: what is six times seven? Answer:")
-        .unwrap();
+    let (ids, expected) = whole_prompt(
+        lm,
+        "System: the rules are these, and they are long. Example: a task, its steps and its answer, shown as an earlier task. Then the task: what is six times seven? Answer:",
+    );
     let (a, b) = (ids.len() / 3, 2 * ids.len() / 3);
-    let mut whole = lm.session();
-    let expected = whole.feed(&ids).unwrap().to_vec();
 
     let mut first = lm.session();
     first.feed(&ids[..a]).unwrap();
@@ -225,12 +228,7 @@ fn a_later_part_read_back_after_the_first_gives_the_logits_of_the_whole_prompt()
     fresh.restore_delta(&d).unwrap();
     let got = fresh.feed(&ids).unwrap().to_vec();
     assert_eq!(fresh.last_feed().reused, b);
-    assert!(
-        got.iter()
-            .zip(&expected)
-            .all(|(x, y)| x.to_bits() == y.to_bits()),
-        "logits differ"
-    );
+    assert_eq!(bits(&got), bits(&expected), "logits differ");
     // After other tokens than its own first part: refused, the session left as it was.
     let mut other = lm.session();
     other.feed(&ids[1..a + 1]).unwrap();

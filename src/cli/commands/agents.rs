@@ -3,7 +3,6 @@
 //! (the database, every output path), `--docs` indexed, the tools, memory, the model loaded
 //! once and shared by the jobs, and the round printer and trace attached.
 
-use crate::decode::prompt_cache::PromptCache;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -16,6 +15,7 @@ use crate::cli::printer::Printer;
 use crate::cli::report::{RoundPrinter, TraceSink};
 use crate::config::{Config, Verbosity};
 use crate::constrain::ConstraintCompiler;
+use crate::decode::prompt_cache::PromptCache;
 use crate::index::Index;
 use crate::memory::MemoryStore;
 use crate::tools::{RegistryOptions, ToolRegistry};
