@@ -9,6 +9,7 @@
 //! dimension, with no sum across lanes, and nothing is transposed at run time. Blocks are
 //! outermost, so growing the cache leaves the stored positions where they are.
 
+use super::kernels::Isa;
 use super::pool::{self, SendPtr};
 use crate::model::hparams::HParams;
 
@@ -385,12 +386,114 @@ super::multiversion! {
 const TILED_FROM: usize = 8;
 /// Query tokens per piece of work in tiled attention.
 const QUERY_TILE: usize = 64;
-/// Query tokens whose outputs are accumulated together (kept in registers).
+/// Query tokens whose weighted sums of values are computed together, so that each value
+/// row read serves all of them.
 const QUERY_GROUP: usize = 4;
+/// Positions whose values the weighted sums take at a time: each chunk meets every query of
+/// the tile while it is in the level-2 cache (the sums are kept in the output between
+/// chunks), where a group at a time over all the positions read them from the level-3 cache
+/// once per group.
+const VALUE_CHUNK: usize = 512;
+
+/// What one piece of tiled attention reads and where it writes: head `h` (key/value head
+/// `kvh`) for queries `i0..i1`, after `pos` cached positions.
+struct TilePiece<'a, const HD: usize> {
+    q: &'a [f32],
+    keys: &'a [f32],
+    values: &'a [f32],
+    pos: usize,
+    nh: usize,
+    h: usize,
+    kvh: usize,
+    stride: usize,
+    i0: usize,
+    i1: usize,
+    /// Scores per query of the tile: whole key blocks up to the last query's keys.
+    width: usize,
+}
+
+impl<const HD: usize> TilePiece<'_, HD> {
+    /// The query `i`.
+    #[inline(always)]
+    fn query(&self, i: usize) -> &[f32] {
+        &self.q[i * self.nh * HD + self.h * HD..][..HD]
+    }
+
+    /// The scaled scores of every query of the tile against the keys it sees (and the rest
+    /// of their last block), into `scores` (`width` per query): key block by key block, each
+    /// meeting every query of the tile that sees it while it is in the level-1 cache (a query
+    /// at a time over all its keys read them from the level-3 cache once per query).
+    #[inline(always)]
+    fn scores(&self, scale: f32, scores: &mut [f32]) {
+        for b in 0..self.width / KEY_LANES {
+            let kb = key_block(self.keys, b, self.stride, self.kvh, HD);
+            // Query i sees block b when its first key is among its pos + i + 1.
+            let first = (b * KEY_LANES).saturating_sub(self.pos).max(self.i0);
+            for i in first..self.i1 {
+                let s = block_scores(self.query(i), kb, scale);
+                let at = (i - self.i0) * self.width + b * KEY_LANES;
+                scores[at..at + KEY_LANES].copy_from_slice(&s);
+            }
+        }
+    }
+
+    /// The values weighted by `weights` (`width` per query), into the output of each query:
+    /// `G` queries and `C` dimensions at a time, positions in chunks of [`VALUE_CHUNK`].
+    /// Each sum adds its terms in the order of the positions, so the chunks and groups do
+    /// not change the result.
+    #[inline(always)]
+    fn weighted_values<const G: usize, const C: usize>(&self, weights: &[f32], optr: &SendPtr) {
+        for j0 in (0..self.pos + self.i1).step_by(VALUE_CHUNK) {
+            for g0 in (self.i0..self.i1).step_by(G) {
+                let g1 = (g0 + G).min(self.i1);
+                // Keys the group's last query sees (the others' weights there are zero).
+                let last = self.pos + g1;
+                let j1 = (j0 + VALUE_CHUNK).min(last);
+                if j1 <= j0 {
+                    continue;
+                }
+                let rows: [&[f32]; G] = std::array::from_fn(|g| {
+                    let i = (g0 + g).min(g1 - 1);
+                    &weights[(i - self.i0) * self.width..][..last]
+                });
+                for c in (0..HD).step_by(C) {
+                    // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
+                    let out = |g: usize| unsafe {
+                        std::slice::from_raw_parts_mut(
+                            optr.at((g0 + g) * self.nh * HD + self.h * HD + c),
+                            C,
+                        )
+                    };
+                    let mut acc = [[0f32; C]; G];
+                    if j0 > 0 {
+                        for (g, a) in acc.iter_mut().enumerate().take(g1 - g0) {
+                            a.copy_from_slice(out(g));
+                        }
+                    }
+                    for j in j0..j1 {
+                        let v: &[f32; C] = self.values[j * self.stride + self.kvh * HD + c..][..C]
+                            .try_into()
+                            .unwrap();
+                        for g in 0..G {
+                            let p = rows[g][j];
+                            for d in 0..C {
+                                acc[g][d] += p * v[d];
+                            }
+                        }
+                    }
+                    for (g, a) in acc.iter().enumerate().take(g1 - g0) {
+                        out(g).copy_from_slice(a);
+                    }
+                }
+            }
+        }
+    }
+}
 
 super::multiversion! {
     /// One piece of [`attention_tiled`]: head `h` (key/value head `kvh`) for queries
-    /// `i0..i1`, with the per-thread buffer `scores`.
+    /// `i0..i1`, with the per-thread buffer `scores`; `wide` where the CPU has AVX-512's 32
+    /// vector registers (queries grouped by [`QUERY_GROUP`]).
     fn attend_tile<const HD: usize>(
         q: &[f32],
         keys: &[f32],
@@ -403,22 +506,17 @@ super::multiversion! {
         scale: f32,
         i0: usize,
         i1: usize,
+        wide: bool,
         scores: &mut Vec<f32>,
         optr: &SendPtr,
     ) {
-        let len = pos + i1; // keys the last query of the tile sees
-        let blocks = len.div_ceil(KEY_LANES);
-        scores.resize(QUERY_TILE * blocks * KEY_LANES, 0.0);
-        let width = blocks * KEY_LANES;
+        let width = (pos + i1).div_ceil(KEY_LANES) * KEY_LANES;
+        scores.resize(QUERY_TILE * width, 0.0);
+        let piece = TilePiece::<HD> { q, keys, values, pos, nh, h, kvh, stride, i0, i1, width };
+        piece.scores(scale, scores);
         for i in i0..i1 {
-            let qv = &q[i * nh * HD + h * HD..][..HD];
             let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
             let seen = pos + i + 1;
-            for b in 0..seen.div_ceil(KEY_LANES) {
-                let kb = key_block(keys, b, stride, kvh, HD);
-                let s = block_scores(qv, kb, scale);
-                row[b * KEY_LANES..(b + 1) * KEY_LANES].copy_from_slice(&s);
-            }
             // Softmax over the keys this query sees (a block's lanes past them are not
             // keys of this query); the rest get weight zero.
             let max = max_f32(&row[..seen]);
@@ -428,28 +526,12 @@ super::multiversion! {
             }
             row[seen..].fill(0.0);
         }
-        // Weighted sums of values, four queries at a time.
-        let mut g0 = i0;
-        while g0 < i1 {
-            let g1 = (g0 + QUERY_GROUP).min(i1);
-            let mut acc = [[0f32; HD]; QUERY_GROUP];
-            let last = pos + g1; // keys the group's last query sees
-            for j in 0..last {
-                let v: &[f32; HD] = values[j * stride + kvh * HD..][..HD].try_into().unwrap();
-                for (gi, a) in acc.iter_mut().enumerate().take(g1 - g0) {
-                    let p = scores[(g0 + gi - i0) * width + j];
-                    for d in 0..HD {
-                        a[d] += p * v[d];
-                    }
-                }
-            }
-            for (gi, a) in acc.iter().enumerate().take(g1 - g0) {
-                let i = g0 + gi;
-                // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
-                let o = unsafe { std::slice::from_raw_parts_mut(optr.at(i * nh * HD + h * HD), HD) };
-                o.copy_from_slice(a);
-            }
-            g0 = g1;
+        // Four queries' sums of 64 dimensions fill 16 of AVX-512's registers; of 16
+        // dimensions, 8 of AVX2's.
+        if wide {
+            piece.weighted_values::<QUERY_GROUP, 64>(scores, optr);
+        } else {
+            piece.weighted_values::<QUERY_GROUP, 16>(scores, optr);
         }
     }
 }
@@ -473,6 +555,7 @@ fn attention_tiled<const HD: usize>(
     let scale = 1.0 / (HD as f32).sqrt();
     let tiles = n.div_ceil(QUERY_TILE);
     let optr = SendPtr(out.as_mut_ptr());
+    let wide = Isa::detect() >= Isa::Avx512Vnni;
     let piece = |item: usize| {
         let (h, tile) = (item % nh, item / nh);
         let i0 = tile * QUERY_TILE;
@@ -490,6 +573,7 @@ fn attention_tiled<const HD: usize>(
             scale,
             i0,
             i1,
+            wide,
             &mut scores,
             &optr,
         );
@@ -626,9 +710,12 @@ mod tests {
     /// it is built for, with earlier cached positions, several tiles and a partial last tile.
     #[test]
     fn tiled_attention_matches_the_per_token_path() {
-        for (heads, kv_heads, hd, n, pos) in
-            [(9, 3, 64, 70, 0), (14, 2, 64, 131, 37), (4, 4, 128, 9, 200)]
-        {
+        for (heads, kv_heads, hd, n, pos) in [
+            (9, 3, 64, 70, 0),
+            (14, 2, 64, 131, 37),
+            (4, 4, 128, 9, 200),
+            (12, 2, 128, 70, 1100),
+        ] {
             let c = config(heads, kv_heads, hd);
             let total = pos + n;
             let q = values(n * heads * hd, 1);
