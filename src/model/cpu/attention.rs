@@ -452,9 +452,10 @@ impl<const HD: usize> TilePiece<'_, HD> {
                 if j1 <= j0 {
                     continue;
                 }
+                // Each query's weights of the chunk's positions.
                 let rows: [&[f32]; G] = std::array::from_fn(|g| {
                     let i = (g0 + g).min(g1 - 1);
-                    &weights[(i - self.i0) * self.width..][..last]
+                    &weights[(i - self.i0) * self.width..][j0..j1]
                 });
                 for c in (0..HD).step_by(C) {
                     // SAFETY: piece (h, tile) alone writes the head-h slices of its tokens.
@@ -475,7 +476,7 @@ impl<const HD: usize> TilePiece<'_, HD> {
                             .try_into()
                             .unwrap();
                         for g in 0..G {
-                            let p = rows[g][j];
+                            let p = rows[g][j - j0];
                             for d in 0..C {
                                 acc[g][d] += p * v[d];
                             }
