@@ -366,8 +366,9 @@ super::multiversion! {
                             acc[d] += w * v[d];
                         }
                     }
-                    for (a, x) in o.iter_mut().zip(acc) {
-                        *a += x;
+                    let o: &mut [f32; HD] = o.try_into().unwrap();
+                    for d in 0..HD {
+                        o[d] += acc[d];
                     }
                 } else {
                     for (jj, &w) in p.iter().enumerate() {
