@@ -1,7 +1,8 @@
 //! Causal grouped-query attention of the CPU engine over its KV cache: a few tokens at a
 //! time for decode ([`attention_rows`]: one key/value head with every query head that shares
 //! it per piece, its keys split into runs whose softmaxes are combined), in tiles of query
-//! tokens for prefill ([`attention_tiled`]).
+//! tokens for prefill ([`attention_tiled`]: each key block meets every query of the tile that
+//! sees it while it is in the level-1 cache, the values in chunks that stay in level 2).
 //!
 //! Values are stored position-major (`kv_heads × head_dim` per position). Keys are stored in
 //! blocks of [`KEY_LANES`] positions, and within a block per key/value head dimension-major
