@@ -92,14 +92,20 @@ fn stamp(path: &Path) -> String {
 }
 
 impl PromptCache {
-    /// The cache in `dir` for `lm` run with `threads` threads; `None` where states cannot be
-    /// kept (the candle engine) or the running executable cannot be told apart from another
-    /// build.
-    pub fn new(dir: PathBuf, lm: &LoadedModel, threads: usize) -> Option<Self> {
+    /// The cache in `dir` for `lm` run with `threads` threads; `None` where states are not
+    /// kept (the candle engine), and an error saying why where the running executable's path
+    /// cannot be read (its states could not be told apart from another build's).
+    pub fn new(dir: PathBuf, lm: &LoadedModel, threads: usize) -> Result<Option<Self>, String> {
         if lm.model.engine() != crate::model::Engine::Native {
-            return None;
+            return Ok(None);
         }
-        let exe = std::env::current_exe().ok()?;
+        let exe = std::env::current_exe().map_err(|e| {
+            format!(
+                "the prompt cache is off for this run: the running program's path cannot be \
+                 read ({e}), so its saved states could not be told apart from another build's \
+                 (--no-prompt-cache turns the cache off without this warning)"
+            )
+        })?;
         let model = fs::canonicalize(&lm.path).unwrap_or_else(|_| lm.path.clone());
         let identity = format!(
             "model {} ({}); cairn {} {} ({}); kernels {}; threads {threads}",
@@ -110,11 +116,11 @@ impl PromptCache {
             stamp(&exe),
             crate::model::cpu::CpuEngine::kernels(),
         );
-        Some(PromptCache {
+        Ok(Some(PromptCache {
             dir,
             identity,
             writes: 0,
-        })
+        }))
     }
 
     /// The file that holds the state after `tokens` (from position `from` on: 0 for the

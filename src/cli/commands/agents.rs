@@ -149,10 +149,14 @@ pub fn build_agents(
     let lm = super::load_model(&config, printer, args.sampling.tokenizer.as_deref())?;
     // One token trie for every job.
     let compiler = ConstraintCompiler::new(&lm.tokenizer, lm.model.config.vocab)?;
-    let cache = config
-        .prompt_cache
-        .then(|| PromptCache::new(config.prompts_dir(), &lm, config.threads))
-        .flatten();
+    let cache = if config.prompt_cache {
+        PromptCache::new(config.prompts_dir(), &lm, config.threads).unwrap_or_else(|e| {
+            printer.warn(&e);
+            None
+        })
+    } else {
+        None
+    };
     let policies: Vec<ModelPolicy> = (0..jobs.max(1))
         .map(|_| {
             let mut p = ModelPolicy::with_compiler(lm.clone(), compiler.clone(), opts.sampling);
