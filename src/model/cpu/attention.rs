@@ -496,7 +496,7 @@ impl<const HD: usize> TilePiece<'_, HD> {
 super::multiversion! {
     /// One piece of [`attention_tiled`]: head `h` (key/value head `kvh`) for queries
     /// `i0..i1`, with the per-thread buffer `scores`; `wide` where the CPU has AVX-512's 32
-    /// vector registers (queries grouped by [`QUERY_GROUP`]).
+    /// vector registers (the weighted sums then take 64 dimensions at a time, not 16).
     fn attend_tile<const HD: usize>(
         q: &[f32],
         keys: &[f32],
