@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use cairn::model::session::Session;
+
 use crate::common::{cairn, preset_model, preset_path};
 
 /// The trace's events of `kind`.
@@ -156,6 +158,23 @@ fn whole_prompt(lm: &cairn::model::LoadedModel, text: &str) -> (Vec<u32>, Vec<f3
     (ids, logits)
 }
 
+/// The state of a new session after `ids`, written as the prompt cache writes it.
+fn state_after(lm: &cairn::model::LoadedModel, ids: &[u32]) -> Vec<u8> {
+    let mut s = lm.session();
+    s.feed(ids).unwrap();
+    let mut bytes = Vec::new();
+    assert!(s.snapshot().unwrap().write_state(&mut bytes).unwrap());
+    bytes
+}
+
+/// A new session holding the state `bytes` of `ids`, read back as the prompt cache reads it.
+fn read_back(lm: &cairn::model::LoadedModel, ids: &[u32], bytes: &[u8]) -> Session {
+    let mut s = lm.session();
+    let snap = s.read_snapshot(ids.to_vec(), &mut &bytes[..]).unwrap();
+    s.restore(&snap).unwrap();
+    s
+}
+
 /// The bits of `logits`, to compare two runs to the last bit.
 fn bits(logits: &[f32]) -> Vec<u32> {
     logits.iter().map(|x| x.to_bits()).collect()
@@ -173,15 +192,8 @@ fn a_prefix_state_read_back_gives_the_logits_of_the_whole_prompt_to_the_last_bit
     );
     let cut = ids.len() / 2;
 
-    let mut first = lm.session();
-    first.feed(&ids[..cut]).unwrap();
-    let mut bytes = Vec::new();
-    assert!(first.snapshot().unwrap().write_state(&mut bytes).unwrap());
-    let mut fresh = lm.session();
-    let snap = fresh
-        .read_snapshot(ids[..cut].to_vec(), &mut &bytes[..])
-        .unwrap();
-    fresh.restore(&snap).unwrap();
+    let bytes = state_after(lm, &ids[..cut]);
+    let mut fresh = read_back(lm, &ids[..cut], &bytes);
     let got = fresh.feed(&ids).unwrap().to_vec();
     assert_eq!(fresh.last_feed().reused, cut);
     assert_eq!(bits(&got), bits(&expected), "logits differ");
@@ -206,20 +218,17 @@ fn a_later_part_read_back_after_the_first_gives_the_logits_of_the_whole_prompt()
     );
     let (a, b) = (ids.len() / 3, 2 * ids.len() / 3);
 
+    let head = state_after(lm, &ids[..a]);
+    // The part computed after the first, as the cache computes it.
     let mut first = lm.session();
     first.feed(&ids[..a]).unwrap();
-    let (mut head, mut part) = (Vec::new(), Vec::new());
-    first.snapshot().unwrap().write_state(&mut head).unwrap();
     first.feed(&ids[..b]).unwrap();
     let delta = first.snapshot_from(a).unwrap();
     assert_eq!(delta.start(), a);
-    delta.write_state(&mut part).unwrap();
+    let mut part = Vec::new();
+    assert!(delta.write_state(&mut part).unwrap());
 
-    let mut fresh = lm.session();
-    let h = fresh
-        .read_snapshot(ids[..a].to_vec(), &mut &head[..])
-        .unwrap();
-    fresh.restore(&h).unwrap();
+    let mut fresh = read_back(lm, &ids[..a], &head);
     let d = fresh
         .read_snapshot(ids[..b].to_vec(), &mut &part[..])
         .unwrap();
