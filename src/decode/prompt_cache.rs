@@ -31,15 +31,14 @@ use crate::model::session::SessionSnapshot;
 use crate::model::{LoadedModel, Session};
 
 /// The first bytes of a prompt cache file (and its format's version).
-const MAGIC: &[u8; 8] = b"CAIRNKV1";
+const MAGIC: &[u8; 8] = b"CAIRNKV2";
 
 /// The most prompt cache files kept in the folder; past that the least recently used go.
 pub const MAX_FILES: usize = 32;
 
 /// The most bytes of prompt cache files kept in the folder (the newest file is kept whatever
-/// its size); past that the least recently used go. A file is about 57 KB per token for the
-/// 1.5B preset (67 MB for its system prompt with a database and documents), 25 KB for the
-/// 0.5B.
+/// its size); past that the least recently used go. A file is about 29 KB per token for the
+/// 1.5B preset (the KV cache in f16), 12 KB for the 0.5B.
 pub const MAX_BYTES: u64 = 1 << 30;
 
 /// The fewest tokens a prefix must have to be kept: below that computing it is as quick.

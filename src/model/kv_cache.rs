@@ -22,12 +22,20 @@ pub struct KvPositions {
     layers: usize,
     kv_heads: usize,
     head_dim: usize,
+    value_bytes: usize,
 }
 
 impl KvPositions {
     /// An empty cache's bookkeeping; it can hold up to `max_len` positions (the model's
-    /// context length).
-    pub fn new(layers: usize, kv_heads: usize, head_dim: usize, max_len: usize) -> Self {
+    /// context length), each key and value stored in `value_bytes` bytes (2 for f16, 4 for
+    /// f32).
+    pub fn new(
+        layers: usize,
+        kv_heads: usize,
+        head_dim: usize,
+        max_len: usize,
+        value_bytes: usize,
+    ) -> Self {
         KvPositions {
             len: 0,
             capacity: 0,
@@ -35,6 +43,7 @@ impl KvPositions {
             layers,
             kv_heads,
             head_dim,
+            value_bytes,
         }
     }
 
@@ -80,7 +89,7 @@ impl KvPositions {
 
     /// Bytes allocated for keys and values.
     pub fn allocated_bytes(&self) -> usize {
-        2 * self.layers * self.capacity * self.width() * 4
+        2 * self.layers * self.capacity * self.width() * self.value_bytes
     }
 
     /// Cuts the cache back to its first `len` positions.

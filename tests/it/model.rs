@@ -154,6 +154,12 @@ fn the_cache_grows_past_its_first_allocation_without_changing_results() {
     let mut grown = Session::new(model.clone()).with_chunk(64);
     let a = logits(&mut grown, &tokens);
     assert!(grown.cache().capacity() >= 300);
+    // Keys and values are held as f16: two bytes each (an f32 cache took twice the memory).
+    let kv = grown.cache();
+    assert_eq!(
+        kv.allocated_bytes(),
+        2 * kv.layers() * kv.capacity() * kv.width() * 2
+    );
     let mut one = Session::new(model).with_chunk(512);
     assert_close(&a, &logits(&mut one, &tokens), "growth");
 }
@@ -209,9 +215,13 @@ fn keeping_q4_1_as_stored_gives_close_logits_to_requantized() {
 
 /// The native forward pass against the candle one on the same weights. For the formats the
 /// native kernels run as stored, both quantize activations the same way (8 bits per 32
-/// values, f16 scales), so they agree up to the order of float additions, for a prefill of
-/// several tokens and each decode step after it. Formats without a native kernel (F16,
-/// Q4_0) are re-quantized to Q8_0 at load, so they differ by that quantization noise only.
+/// values, f16 scales) and round keys and values to f16 the same way, so they agree up to the
+/// order of float additions, for a prefill of several tokens and each decode step after it:
+/// to 1e-4 at most steps, and within a relative 2% where a key or value lies so near an f16
+/// rounding boundary that the two orders round it apart (one step of the 42 here, 0.08 at
+/// most, on a 2-core AMD EPYC; a wrong kernel is off by the logits' own size, about 2).
+/// Formats without a native kernel (F16, Q4_0) are re-quantized to Q8_0 at load, so they
+/// differ by that quantization noise only.
 #[test]
 fn native_engine_logits_match_the_candle_engine() {
     use candle_core::quantized::GgmlDType;
@@ -259,20 +269,33 @@ fn native_engine_logits_match_the_candle_engine() {
         }
         let (mut a, mut b) = (Session::new(native), Session::new(candle));
         let mut tokens = PREFIX.to_vec();
-        for step in 0..=SUFFIX.len() {
+        let steps = SUFFIX.len() + 1;
+        let mut close = 0;
+        for step in 0..steps {
             let (x, y) = (logits(&mut a, &tokens), logits(&mut b, &tokens));
             let what = format!("{} {:?} step {step}", spec.arch, spec.dtype);
-            if converted {
-                let diff: f32 = x.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum();
-                let norm: f32 = y.iter().map(|q| q * q).sum();
-                let rel = (diff / norm).sqrt();
-                assert!(rel < 0.15, "{what}: relative L2 difference {rel}");
-            } else {
-                assert_close(&x, &y, &what);
-            }
+            let diff: f32 = x.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum();
+            let norm: f32 = y.iter().map(|q| q * q).sum();
+            let rel = (diff / norm).sqrt();
+            let bound = if converted { 0.15 } else { 0.02 };
+            assert!(rel < bound, "{what}: relative L2 difference {rel}");
+            let worst = x
+                .iter()
+                .zip(&y)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0f32, f32::max);
+            close += usize::from(worst <= 1e-4);
             if let Some(&t) = SUFFIX.get(step) {
                 tokens.push(t);
             }
+        }
+        if !converted {
+            assert!(
+                close + 2 >= steps,
+                "{} {:?}: only {close} of {steps} steps agree to 1e-4",
+                spec.arch,
+                spec.dtype,
+            );
         }
     }
 }

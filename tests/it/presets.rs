@@ -155,15 +155,15 @@ pub(crate) const NEAR_TIE: f32 = 0.25;
 /// reference only at a near-tie: llama.cpp's token within [`NEAR_TIE`] of our best logit, which
 /// is the noise between two correct kernels (the same sums added in another order, each
 /// activation rounding to 8 bits that flips amplified by 28 layers), not a wrong kernel; and
-/// at least 2 of the 5 must agree for all 20.
+/// at least 4 of the 5 must agree for all 20 (2 where prefill runs on AMX tiles).
 ///
-/// Measured on a 2-core Xeon with AMX: the logits after the sea prompt differ between the
-/// scalar and AVX-512 kernels by 0.09 rms and 0.45 at most, between the scalar and AMX ones by
-/// 0.10 and 0.45. With the AVX-512 kernels 3 prompts agree ("List three colors." ends at the
-/// end-of-turn token where llama.cpp writes ".", by 0.011; "The quick brown fox" leaves at
-/// token 6 by 0.006); with the scalar reference kernel itself, 3 (the fox by 0.089); with AMX
-/// prefill, 2 (also the sea prompt, at " The vast": "," over " ex" by 0.135, where the scalar
-/// kernel too picks ",").
+/// The KV cache holds keys and values as f16, as llama.cpp's does by default: with an f32
+/// cache 3 prompts agreed (the sea prompt left at step 2 by 0.121), with f16 4, with the
+/// AVX-512, AVX2 and scalar kernels alike ("The quick brown fox" leaves at token 6 by 0.050;
+/// 2-core AMD EPYC with AVX-512). Measured earlier with the f32 cache on a 2-core Xeon with
+/// AMX: the logits after the sea prompt differ between the scalar and AVX-512 kernels by
+/// 0.09 rms and 0.45 at most, between the scalar and AMX ones by 0.10 and 0.45; with AMX
+/// prefill 2 prompts agreed (also the sea prompt, at " The vast": "," over " ex" by 0.135).
 #[test]
 fn k_quant_preset_greedy_matches_the_reference_for_20_tokens() {
     let preset = "qwen2.5-coder-1.5b";
@@ -187,9 +187,15 @@ fn k_quant_preset_greedy_matches_the_reference_for_20_tokens() {
             }
         }
     }
+    // AMX prefill was measured at 2 with the f32 cache and has not been measured since.
+    let want = if cairn::model::cpu::CpuEngine::kernels() == "amx" {
+        2
+    } else {
+        4
+    };
     assert!(
-        agree >= 2,
-        "{preset}: only {agree}/5 agree for 20 tokens:\n{report}"
+        agree >= want,
+        "{preset}: only {agree}/5 agree for 20 tokens (at least {want} expected):\n{report}"
     );
 }
 

@@ -113,7 +113,7 @@ impl Forward for CandleEngine {
 
     fn new_state(&self) -> CandleState {
         let c = &self.hp;
-        let kv = KvPositions::new(c.layers, c.kv_heads, c.head_dim, c.context);
+        let kv = KvPositions::new(c.layers, c.kv_heads, c.head_dim, c.context, 4);
         CandleState::new(kv, &self.device)
     }
 

@@ -1,6 +1,6 @@
 //! The candle engine's per-session state: the KV cache as candle tensors on the engine's
-//! device, `(kv_heads, capacity, head_dim)` per layer, written in place (`slice_set`), and
-//! the logits of the last token copied to host memory.
+//! device, `(kv_heads, capacity, head_dim)` per layer, written in place (`slice_set`) at f16
+//! precision (held as f32), and the logits of the last token copied to host memory.
 
 use candle_core::{DType, Device, Tensor};
 
@@ -69,11 +69,13 @@ impl CandleState {
     }
 
     /// Writes `k`, `v` of shape `(kv_heads, n, head_dim)` for `layer` at positions
-    /// `len..len + n`. The length moves only once every layer is written. Call
-    /// [`CandleState::reserve`] first.
+    /// `len..len + n`, rounded to f16 as the CPU engine's cache holds them (and llama.cpp's
+    /// by default), so that both engines compute the same numbers. The length moves only once
+    /// every layer is written. Call [`CandleState::reserve`] first.
     pub(super) fn write(&mut self, layer: usize, k: &Tensor, v: &Tensor) -> Result<()> {
-        self.keys[layer].slice_set(k, 1, self.kv.len())?;
-        self.values[layer].slice_set(v, 1, self.kv.len())?;
+        let round = |t: &Tensor| t.to_dtype(DType::F16)?.to_dtype(DType::F32);
+        self.keys[layer].slice_set(&round(k)?, 1, self.kv.len())?;
+        self.values[layer].slice_set(&round(v)?, 1, self.kv.len())?;
         Ok(())
     }
 

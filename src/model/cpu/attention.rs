@@ -4,6 +4,12 @@
 //! tokens for prefill ([`attention_tiled`]: each key block meets every query of the tile that
 //! sees it while it is in the level-1 cache, the values in chunks that stay in level 2).
 //!
+//! Keys and values are stored as f16 (their bits, `u16`), as llama.cpp keeps its cache by
+//! default: half the memory and half the bytes each decoded token reads of an f32 cache, and
+//! the same rounding as the reference implementation's. They are widened to f32 a key block
+//! or a run of value rows at a time (F16C's conversion where the CPU has it) into a
+//! per-thread buffer that stays in cache, and the arithmetic is in f32.
+//!
 //! Values are stored position-major (`kv_heads × head_dim` per position). Keys are stored in
 //! blocks of [`KEY_LANES`] positions, and within a block per key/value head dimension-major
 //! (`head_dim × 16`): the scores of sixteen keys then come out of one vector multiply-add per
@@ -17,7 +23,7 @@ use crate::model::hparams::HParams;
 /// Positions per block of the key cache (one vector of f32 with AVX-512, two with AVX2).
 pub(super) const KEY_LANES: usize = 16;
 
-/// Floats the key cache of one layer needs for `positions` positions of `width`
+/// Values the key cache of one layer needs for `positions` positions of `width`
 /// (`kv_heads × head_dim`) values: whole blocks.
 pub(super) fn key_floats(positions: usize, width: usize) -> usize {
     positions.div_ceil(KEY_LANES) * KEY_LANES * width
@@ -26,14 +32,79 @@ pub(super) fn key_floats(positions: usize, width: usize) -> usize {
 /// The block of the key cache holding positions `16b..16b + 16` of key/value head `kvh`:
 /// `hd × 16` values, dimension-major.
 #[inline(always)]
-fn key_block(keys: &[f32], b: usize, stride: usize, kvh: usize, hd: usize) -> &[f32] {
+fn key_block(keys: &[u16], b: usize, stride: usize, kvh: usize, hd: usize) -> &[u16] {
     &keys[b * KEY_LANES * stride + kvh * hd * KEY_LANES..][..hd * KEY_LANES]
 }
 
+/// `x` rounded to the nearest f16 (ties to even), as its bits.
+#[inline(always)]
+fn to_f16(x: f32) -> u16 {
+    half::f16::from_f32(x).to_bits()
+}
+
+/// Writes the f16 values `src` (their bits) into `dst` as f32: eight at a time with F16C's
+/// conversion where the CPU has it.
+#[inline(always)]
+fn widen(src: &[u16], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len());
+    #[cfg(target_arch = "x86_64")]
+    if Isa::detect() >= Isa::Avx2 {
+        // SAFETY: `Isa::detect` found AVX2 and F16C on this CPU; the lengths are equal.
+        return unsafe { widen_f16c(src, dst) };
+    }
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = half::f16::from_bits(s).to_f32();
+    }
+}
+
+/// [`widen`] with F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn widen_f16c(src: &[u16], dst: &mut [f32]) {
+    use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_loadu_si128};
+    let whole = src.len() / 8 * 8;
+    for i in (0..whole).step_by(8) {
+        // SAFETY: i + 8 ≤ the length of both slices.
+        unsafe {
+            let h = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
+            _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+        }
+    }
+    for i in whole..src.len() {
+        dst[i] = half::f16::from_bits(src[i]).to_f32();
+    }
+}
+
+/// Writes the values `v` of new tokens (position-major, `width` each) at positions `pos..` of
+/// the value cache `values`, rounded to f16.
+pub(super) fn store_values(values: &mut [u16], v: &[f32], pos: usize, width: usize) {
+    for (d, &x) in values[pos * width..][..v.len()].iter_mut().zip(v) {
+        *d = to_f16(x);
+    }
+}
+
 /// Writes the keys `k` of new tokens (position-major, `kv_heads × hd` each) at positions
-/// `pos..` of the blocked key cache `keys`.
-pub(super) fn store_keys(keys: &mut [f32], k: &[f32], pos: usize, kv_heads: usize, hd: usize) {
-    let width = kv_heads * hd;
+/// `pos..` of the blocked key cache `keys`, rounded to f16.
+pub(super) fn store_keys(keys: &mut [u16], k: &[f32], pos: usize, kv_heads: usize, hd: usize) {
+    scatter_keys(keys, k, pos, kv_heads * hd, to_f16);
+}
+
+/// Writes f16 keys `k` (their bits, position-major) at positions `pos..` of the blocked key
+/// cache `keys`: what [`load_keys`] read, put back.
+pub(super) fn put_keys(keys: &mut [u16], k: &[u16], pos: usize, kv_heads: usize, hd: usize) {
+    scatter_keys(keys, k, pos, kv_heads * hd, |x| x);
+}
+
+/// Writes `f` of the position-major keys `k` (`width` per position) at positions `pos..` of
+/// the blocked key cache `keys`.
+#[inline(always)]
+fn scatter_keys<T: Copy>(
+    keys: &mut [u16],
+    k: &[T],
+    pos: usize,
+    width: usize,
+    f: impl Fn(T) -> u16,
+) {
     for (t, row) in k.chunks_exact(width).enumerate() {
         let j = pos + t;
         // Block j / 16 holds each head's `hd × 16` values in turn (see [`key_block`]): value d
@@ -41,7 +112,7 @@ pub(super) fn store_keys(keys: &mut [f32], k: &[f32], pos: usize, kv_heads: usiz
         let block = &mut keys[(j / KEY_LANES) * KEY_LANES * width..][..KEY_LANES * width];
         let lane = j % KEY_LANES;
         for (d, &x) in row.iter().enumerate() {
-            block[d * KEY_LANES + lane] = x;
+            block[d * KEY_LANES + lane] = f(x);
         }
     }
 }
@@ -49,12 +120,12 @@ pub(super) fn store_keys(keys: &mut [f32], k: &[f32], pos: usize, kv_heads: usiz
 /// The keys of positions `from..to` of the blocked key cache `keys`, position-major
 /// (`kv_heads × hd` each): what [`store_keys`] wrote.
 pub(super) fn load_keys(
-    keys: &[f32],
+    keys: &[u16],
     from: usize,
     to: usize,
     kv_heads: usize,
     hd: usize,
-) -> Vec<f32> {
+) -> Vec<u16> {
     let width = kv_heads * hd;
     let mut out = Vec::with_capacity((to - from) * width);
     for j in from..to {
@@ -178,6 +249,8 @@ const SPLIT_MIN: usize = 256;
 thread_local! {
     /// Per-thread scores of a piece of decode or prefill attention (taken out while in use).
     static SCORES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+    /// Per-thread keys and values widened to f32 for a piece of attention ([`widen`]).
+    static WIDE: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
     /// The calling thread's per-run results of decode attention, kept between calls (one
     /// call per layer and token).
     static PARTIAL: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
@@ -188,8 +261,8 @@ thread_local! {
 /// `0..pos + n`.
 pub(super) fn attention(
     q: &[f32],
-    keys: &[f32],
-    values: &[f32],
+    keys: &[u16],
+    values: &[u16],
     n: usize,
     pos: usize,
     c: &HParams,
@@ -224,8 +297,8 @@ fn decode_splits(n: usize, pos: usize, kv_heads: usize) -> usize {
 #[allow(clippy::too_many_arguments)]
 fn attention_rows(
     q: &[f32],
-    keys: &[f32],
-    values: &[f32],
+    keys: &[u16],
+    values: &[u16],
     n: usize,
     pos: usize,
     c: &HParams,
@@ -256,6 +329,7 @@ fn attention_rows(
         let dst =
             unsafe { std::slice::from_raw_parts_mut(pptr.at(item * group * part), group * part) };
         let mut scores = SCORES.take();
+        let mut wide = WIDE.take();
         let attend = match hd {
             64 => attend_group::<64>,
             128 => attend_group::<128>,
@@ -271,9 +345,11 @@ fn attention_rows(
             (j0, j1),
             scale,
             &mut scores,
+            &mut wide,
             dst,
         );
         SCORES.set(scores);
+        WIDE.set(wide);
     };
     pool::global().run(n * nkv * splits, &piece);
     // Combine the runs of each (token, query head).
@@ -310,20 +386,22 @@ fn attention_rows(
 super::multiversion! {
     /// One piece of [`attention_rows`] for heads of `HD` dimensions (0: any, `hd`, at some
     /// cost): the query heads `q` (`group × hd`) over keys
-    /// `keys_run` (`j0..j1`, `j0` the start of a key block) of key/value head `kvh`. Writes
-    /// to `dst`, per query head, the scores' maximum, the sum of `e^(score − maximum)` and the
-    /// values weighted by those (not yet divided by the sum); an empty run leaves −∞, 0 and
-    /// zeros.
+    /// `keys_run` (`j0..j1`, `j0` the start of a key block) of key/value head `kvh`, with the
+    /// per-thread buffers `scores` and `wide` (a key block's or a block's value rows widened
+    /// to f32). Writes to `dst`, per query head, the scores' maximum, the sum of
+    /// `e^(score − maximum)` and the values weighted by those (not yet divided by the sum); an
+    /// empty run leaves −∞, 0 and zeros.
     fn attend_group<const HD: usize>(
         q: &[f32],
-        keys: &[f32],
-        values: &[f32],
+        keys: &[u16],
+        values: &[u16],
         hd: usize,
         stride: usize,
         kvh: usize,
         keys_run: (usize, usize),
         scale: f32,
         scores: &mut Vec<f32>,
+        wide: &mut Vec<f32>,
         dst: &mut [f32],
     ) {
         let (j0, j1) = keys_run;
@@ -333,8 +411,10 @@ super::multiversion! {
         let width = (b1 - b0) * KEY_LANES;
         let m = j1 - j0;
         scores.resize(group * width, 0.0);
+        wide.resize(hd * KEY_LANES, 0.0);
         for b in b0..b1 {
-            let kb = key_block(keys, b, stride, kvh, hd);
+            let kb = &mut wide[..hd * KEY_LANES];
+            widen(key_block(keys, b, stride, kvh, hd), kb);
             for g in 0..group {
                 let s = block_scores(&q[g * hd..(g + 1) * hd], kb, scale);
                 let at = g * width + (b - b0) * KEY_LANES;
@@ -353,6 +433,12 @@ super::multiversion! {
         // values stay in L1 for the group's other heads).
         for b in b0..b1 {
             let (k0, k1) = ((b * KEY_LANES).max(j0), ((b + 1) * KEY_LANES).min(j1));
+            // The block's value rows of this head, widened: `hd` per position from k0.
+            let vb = &mut wide[..(k1 - k0) * hd];
+            for (j, row) in (k0..k1).zip(vb.chunks_exact_mut(hd)) {
+                widen(&values[j * stride + kvh * hd..][..hd], row);
+            }
+            let vb = &*vb;
             for g in 0..group {
                 let p = &scores[g * width + k0 - j0..g * width + k1 - j0];
                 let o = &mut dst[g * part + 2..(g + 1) * part];
@@ -361,8 +447,7 @@ super::multiversion! {
                     // value rows stream in order.
                     let mut acc = [0f32; HD];
                     for (jj, &w) in p.iter().enumerate() {
-                        let v: &[f32; HD] =
-                            values[(k0 + jj) * stride + kvh * HD..][..HD].try_into().unwrap();
+                        let v: &[f32; HD] = vb[jj * HD..][..HD].try_into().unwrap();
                         for d in 0..HD {
                             acc[d] += w * v[d];
                         }
@@ -372,8 +457,7 @@ super::multiversion! {
                         o[d] += acc[d];
                     }
                 } else {
-                    for (jj, &w) in p.iter().enumerate() {
-                        let v = &values[(k0 + jj) * stride + kvh * hd..][..hd];
+                    for (&w, v) in p.iter().zip(vb.chunks_exact(hd)) {
                         for (a, &x) in o.iter_mut().zip(v) {
                             *a += w * x;
                         }
@@ -401,8 +485,8 @@ const VALUE_CHUNK: usize = 512;
 /// `kvh`) for queries `i0..i1`, after `pos` cached positions.
 struct TilePiece<'a, const HD: usize> {
     q: &'a [f32],
-    keys: &'a [f32],
-    values: &'a [f32],
+    keys: &'a [u16],
+    values: &'a [u16],
     pos: usize,
     nh: usize,
     h: usize,
@@ -424,11 +508,13 @@ impl<const HD: usize> TilePiece<'_, HD> {
     /// The scaled scores of every query of the tile against the keys it sees (and the rest
     /// of their last block), into `scores` (`width` per query): key block by key block, each
     /// meeting every query of the tile that sees it while it is in the level-1 cache (a query
-    /// at a time over all its keys read them from the level-3 cache once per query).
+    /// at a time over all its keys read them from the level-3 cache once per query). `kb`
+    /// holds a key block widened to f32 (`HD × 16`).
     #[inline(always)]
-    fn scores(&self, scale: f32, scores: &mut [f32]) {
+    fn scores(&self, scale: f32, scores: &mut [f32], kb: &mut [f32]) {
         for b in 0..self.width / KEY_LANES {
-            let kb = key_block(self.keys, b, self.stride, self.kvh, HD);
+            widen(key_block(self.keys, b, self.stride, self.kvh, HD), kb);
+            let kb = &*kb;
             // Query i sees block b when its first key is among its pos + i + 1.
             let first = (b * KEY_LANES).saturating_sub(self.pos).max(self.i0);
             for i in first..self.i1 {
@@ -442,10 +528,21 @@ impl<const HD: usize> TilePiece<'_, HD> {
     /// The values weighted by `weights` (`width` per query), into the output of each query:
     /// `G` queries and `C` dimensions at a time, positions in chunks of [`VALUE_CHUNK`].
     /// Each sum adds its terms in the order of the positions, so the chunks and groups do
-    /// not change the result.
+    /// not change the result. `wide` holds a chunk's value rows of this head widened to f32
+    /// (`VALUE_CHUNK × HD`), converted once for every query of the tile.
     #[inline(always)]
-    fn weighted_values<const G: usize, const C: usize>(&self, weights: &[f32], optr: &SendPtr) {
+    fn weighted_values<const G: usize, const C: usize>(
+        &self,
+        weights: &[f32],
+        wide: &mut [f32],
+        optr: &SendPtr,
+    ) {
         for j0 in (0..self.pos + self.i1).step_by(VALUE_CHUNK) {
+            let end = (j0 + VALUE_CHUNK).min(self.pos + self.i1);
+            for (j, row) in (j0..end).zip(wide.chunks_exact_mut(HD)) {
+                widen(&self.values[j * self.stride + self.kvh * HD..][..HD], row);
+            }
+            let vals = &*wide;
             for g0 in (self.i0..self.i1).step_by(G) {
                 let g1 = (g0 + G).min(self.i1);
                 // Keys the group's last query sees (the others' weights there are zero).
@@ -474,9 +571,7 @@ impl<const HD: usize> TilePiece<'_, HD> {
                         }
                     }
                     for j in j0..j1 {
-                        let v: &[f32; C] = self.values[j * self.stride + self.kvh * HD + c..][..C]
-                            .try_into()
-                            .unwrap();
+                        let v: &[f32; C] = vals[(j - j0) * HD + c..][..C].try_into().unwrap();
                         for g in 0..G {
                             let p = rows[g][j - j0];
                             for d in 0..C {
@@ -495,12 +590,13 @@ impl<const HD: usize> TilePiece<'_, HD> {
 
 super::multiversion! {
     /// One piece of [`attention_tiled`]: head `h` (key/value head `kvh`) for queries
-    /// `i0..i1`, with the per-thread buffer `scores`; `wide` where the CPU has AVX-512's 32
-    /// vector registers (the weighted sums then take 64 dimensions at a time, not 16).
+    /// `i0..i1`, with the per-thread buffers `scores` and `widened` (keys and values widened
+    /// to f32); `wide` where the CPU has AVX-512's 32 vector registers (the weighted sums
+    /// then take 64 dimensions at a time, not 16).
     fn attend_tile<const HD: usize>(
         q: &[f32],
-        keys: &[f32],
-        values: &[f32],
+        keys: &[u16],
+        values: &[u16],
         pos: usize,
         nh: usize,
         h: usize,
@@ -511,12 +607,14 @@ super::multiversion! {
         i1: usize,
         wide: bool,
         scores: &mut Vec<f32>,
+        widened: &mut Vec<f32>,
         optr: &SendPtr,
     ) {
         let width = (pos + i1).div_ceil(KEY_LANES) * KEY_LANES;
         scores.resize(QUERY_TILE * width, 0.0);
+        widened.resize(VALUE_CHUNK.max(KEY_LANES) * HD, 0.0);
         let piece = TilePiece::<HD> { q, keys, values, pos, nh, h, kvh, stride, i0, i1, width };
-        piece.scores(scale, scores);
+        piece.scores(scale, scores, &mut widened[..KEY_LANES * HD]);
         for i in i0..i1 {
             let row = &mut scores[(i - i0) * width..(i - i0 + 1) * width];
             let seen = pos + i + 1;
@@ -532,9 +630,9 @@ super::multiversion! {
         // Four queries' sums of 64 dimensions fill 16 of AVX-512's registers; of 16
         // dimensions, 8 of AVX2's.
         if wide {
-            piece.weighted_values::<QUERY_GROUP, 64>(scores, optr);
+            piece.weighted_values::<QUERY_GROUP, 64>(scores, widened, optr);
         } else {
-            piece.weighted_values::<QUERY_GROUP, 16>(scores, optr);
+            piece.weighted_values::<QUERY_GROUP, 16>(scores, widened, optr);
         }
     }
 }
@@ -545,8 +643,8 @@ super::multiversion! {
 /// each value row. The same numbers as the decode path up to the order of additions.
 fn attention_tiled<const HD: usize>(
     q: &[f32],
-    keys: &[f32],
-    values: &[f32],
+    keys: &[u16],
+    values: &[u16],
     n: usize,
     pos: usize,
     c: &HParams,
@@ -564,6 +662,7 @@ fn attention_tiled<const HD: usize>(
         let i0 = tile * QUERY_TILE;
         let i1 = (i0 + QUERY_TILE).min(n);
         let mut scores = SCORES.take();
+        let mut widened = WIDE.take();
         attend_tile::<HD>(
             q,
             keys,
@@ -578,9 +677,11 @@ fn attention_tiled<const HD: usize>(
             i1,
             wide,
             &mut scores,
+            &mut widened,
             &optr,
         );
         SCORES.set(scores);
+        WIDE.set(widened);
     };
     pool::global().run(nh * tiles, &piece);
 }
@@ -611,12 +712,26 @@ mod tests {
 
     /// Position-major keys `k` laid out as the key cache holds them, with the lanes of the
     /// last block past the keys filled with garbage (a truncated cache leaves old keys there).
-    fn blocked(k: &[f32], kv_heads: usize, hd: usize) -> Vec<f32> {
+    fn blocked(k: &[f32], kv_heads: usize, hd: usize) -> Vec<u16> {
         let width = kv_heads * hd;
         let positions = k.len() / width;
-        let mut out = values(key_floats(positions, width), 99);
+        let mut out = halves(&values(key_floats(positions, width), 99));
         store_keys(&mut out, k, 0, kv_heads, hd);
         out
+    }
+
+    /// `xs` as the cache holds them: f16 bits.
+    fn halves(xs: &[f32]) -> Vec<u16> {
+        xs.iter().map(|&x| to_f16(x)).collect()
+    }
+
+    /// [`values`] rounded to f16, so that the cache holds them exactly and the plain
+    /// computation sees the same numbers.
+    fn f16_values(n: usize, seed: u32) -> Vec<f32> {
+        values(n, seed)
+            .into_iter()
+            .map(|x| half::f16::from_f32(x).to_f32())
+            .collect()
     }
 
     fn values(n: usize, seed: u32) -> Vec<f32> {
@@ -675,10 +790,10 @@ mod tests {
             let c = config(heads, kv_heads, hd);
             let total = pos + n;
             let q = values(n * heads * hd, 4);
-            let k = values(total * kv_heads * hd, 5);
-            let v = values(total * kv_heads * hd, 6);
+            let k = f16_values(total * kv_heads * hd, 5);
+            let v = f16_values(total * kv_heads * hd, 6);
             let want = reference(&q, &k, &v, n, pos, &c);
-            let kb = blocked(&k, kv_heads, hd);
+            let (kb, v) = (blocked(&k, kv_heads, hd), halves(&v));
             // Fixed counts, and the one this machine's thread count picks.
             for splits in [1, 2, 3, 7, decode_splits(n, pos, kv_heads)] {
                 let mut got = vec![0f32; n * heads * hd];
@@ -691,6 +806,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Widening the cache's f16 to f32 (F16C eight at a time and a scalar tail on x86-64)
+    /// against the exact conversion, for every one of the 65 536 bit patterns, at lengths
+    /// with and without a tail.
+    #[test]
+    fn widen_is_exact_for_every_f16() {
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        for len in [all.len(), all.len() - 3, 7] {
+            let mut got = vec![0f32; len];
+            widen(&all[..len], &mut got);
+            for (&h, &g) in all.iter().zip(&got) {
+                let want = half::f16::from_bits(h).to_f32();
+                assert!(
+                    g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                    "{h:#06x}: {g} vs {want}"
+                );
+            }
+        }
+        // Rounding on the way in: to the nearest, ties to even, and past f16's range to ∞.
+        assert_eq!(to_f16(1.0 + 1.0 / 4096.0), to_f16(1.0));
+        assert_eq!(
+            half::f16::from_bits(to_f16(65520.0)).to_f32(),
+            f32::INFINITY
+        );
     }
 
     /// The vectorizable exponential against the library's, over the range softmax uses
@@ -723,7 +863,7 @@ mod tests {
             let total = pos + n;
             let q = values(n * heads * hd, 1);
             let k = values(total * kv_heads * hd, 2);
-            let v = values(total * kv_heads * hd, 3);
+            let v = halves(&values(total * kv_heads * hd, 3));
             let mut tiled = vec![0f32; n * heads * hd];
             let mut rows = vec![0f32; n * heads * hd];
             let kb = blocked(&k, kv_heads, hd);

@@ -1,5 +1,5 @@
-//! cairn's own CPU engine: the decoder on plain `f32` buffers and quantized weights, without
-//! a tensor library in the hot path (the default engine).
+//! cairn's own CPU engine: the decoder on plain `f32` buffers, quantized weights and an f16
+//! KV cache, without a tensor library in the hot path (the default engine).
 //!
 //! - [`kernels`]: quantized dot products (AMX tiles for prefill, AVX-512 VNNI, AVX2, scalar),
 //!   chosen at run time.
@@ -134,8 +134,9 @@ impl Forward for CpuEngine {
 
     fn new_state(&self) -> CpuState {
         let c = &self.hp;
+        // Keys and values are held as f16 (see `attention`).
         CpuState::new(KvPositions::new(
-            c.layers, c.kv_heads, c.head_dim, c.context,
+            c.layers, c.kv_heads, c.head_dim, c.context, 2,
         ))
     }
 
@@ -183,7 +184,7 @@ impl Forward for CpuEngine {
             rotate(k, n, hd, pos, c.rope_style, &self.rope_cos, &self.rope_sin);
             let (keys, values) = (&mut state.keys[layer], &mut state.values[layer]);
             attention::store_keys(keys, k, pos, c.kv_heads, hd);
-            values[pos * kvw..(pos + n) * kvw].copy_from_slice(v);
+            attention::store_values(values, v, pos, kvw);
             attention(
                 q,
                 &keys[..attention::key_floats(pos + n, kvw)],

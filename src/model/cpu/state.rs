@@ -1,7 +1,7 @@
-//! The CPU engine's per-session state: the KV cache in host memory (values position-major,
-//! `capacity × kv_heads × head_dim` per layer; keys in blocks of 16 positions, see
-//! `attention`; either way appending and growing never re-lay out the stored positions), the
-//! forward pass's working buffers, and the logits of the last token.
+//! The CPU engine's per-session state: the KV cache in host memory as f16 (values
+//! position-major, `capacity × kv_heads × head_dim` per layer; keys in blocks of 16
+//! positions, see `attention`; either way appending and growing never re-lay out the stored
+//! positions), the forward pass's working buffers, and the logits of the last token.
 
 use super::attention::key_floats;
 use super::matmul::Acts;
@@ -26,8 +26,10 @@ pub(super) struct Scratch {
 /// One session's KV cache, working buffers and logits on the CPU engine.
 pub struct CpuState {
     pub(super) kv: KvPositions,
-    pub(super) keys: Vec<Vec<f32>>,
-    pub(super) values: Vec<Vec<f32>>,
+    /// Per layer, the keys' f16 bits (blocked, see `attention`).
+    pub(super) keys: Vec<Vec<u16>>,
+    /// Per layer, the values' f16 bits (position-major).
+    pub(super) values: Vec<Vec<u16>>,
     pub(super) scratch: Scratch,
     pub(super) logits: Vec<f32>,
 }
@@ -45,8 +47,8 @@ impl std::fmt::Debug for CpuState {
 /// after a state that holds the first `start`).
 #[derive(Debug, Clone)]
 pub struct CpuSnapshot {
-    keys: Vec<Vec<f32>>,
-    values: Vec<Vec<f32>>,
+    keys: Vec<Vec<u16>>,
+    values: Vec<Vec<u16>>,
     start: usize,
     len: usize,
     logits: Vec<f32>,
@@ -69,21 +71,21 @@ impl CpuSnapshot {
     }
 
     /// Writes it as little-endian numbers: the first position, the positions and layers, then
-    /// per layer the keys' and the values' floats (each with its count), then the logits
-    /// (with their count).
+    /// per layer the keys' and the values' f16 bits (each with its count), then the logits'
+    /// f32 (with their count).
     pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         w.write_all(&(self.start as u64).to_le_bytes())?;
         w.write_all(&(self.len as u64).to_le_bytes())?;
         w.write_all(&(self.keys.len() as u64).to_le_bytes())?;
         for (k, v) in self.keys.iter().zip(&self.values) {
-            write_floats(w, k)?;
-            write_floats(w, v)?;
+            write_numbers(w, k)?;
+            write_numbers(w, v)?;
         }
-        write_floats(w, &self.logits)
+        write_numbers(w, &self.logits)
     }
 
     /// Reads what [`CpuSnapshot::write_to`] wrote, for a model of `layers` layers whose KV
-    /// rows are `width` floats and whose vocabulary is `vocab` tokens: every count must be
+    /// rows are `width` values and whose vocabulary is `vocab` tokens: every count must be
     /// the one such a model's state has, so a file of another model (or cut short) is an
     /// error, never a state that does not fit.
     pub fn read_from(
@@ -110,10 +112,10 @@ impl CpuSnapshot {
         let mut keys = Vec::with_capacity(layers);
         let mut values = Vec::with_capacity(layers);
         for _ in 0..layers {
-            keys.push(read_floats(r, key_count)?);
-            values.push(read_floats(r, (len - start) * width)?);
+            keys.push(read_numbers(r, key_count)?);
+            values.push(read_numbers(r, (len - start) * width)?);
         }
-        let logits = read_floats(r, vocab)?;
+        let logits = read_numbers(r, vocab)?;
         Ok(CpuSnapshot {
             keys,
             values,
@@ -124,13 +126,45 @@ impl CpuSnapshot {
     }
 }
 
+/// A number a snapshot holds: an f16's bits or an f32, written little-endian.
+trait Number: Copy {
+    /// Bytes of one.
+    const BYTES: usize;
+    /// Appends its little-endian bytes to `out`.
+    fn put(self, out: &mut Vec<u8>);
+    /// Reads one from its `BYTES` little-endian bytes.
+    fn get(b: &[u8]) -> Self;
+}
+
+impl Number for u16 {
+    const BYTES: usize = 2;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        u16::from_le_bytes([b[0], b[1]])
+    }
+}
+
+impl Number for f32 {
+    const BYTES: usize = 4;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
 /// Writes the count of `xs`, then `xs`, little-endian.
-fn write_floats(w: &mut dyn std::io::Write, xs: &[f32]) -> std::io::Result<()> {
+fn write_numbers<T: Number>(w: &mut dyn std::io::Write, xs: &[T]) -> std::io::Result<()> {
     w.write_all(&(xs.len() as u64).to_le_bytes())?;
-    let mut buf = Vec::with_capacity(4 * xs.len().min(1 << 18));
+    let mut buf = Vec::with_capacity(T::BYTES * xs.len().min(1 << 18));
     for chunk in xs.chunks(1 << 18) {
         buf.clear();
-        buf.extend(chunk.iter().flat_map(|x| x.to_le_bytes()));
+        for &x in chunk {
+            x.put(&mut buf);
+        }
         w.write_all(&buf)?;
     }
     Ok(())
@@ -143,26 +177,22 @@ fn read_u64(r: &mut dyn std::io::Read) -> std::io::Result<u64> {
     Ok(u64::from_le_bytes(b))
 }
 
-/// Reads a count that must be `expected`, then that many little-endian floats.
-fn read_floats(r: &mut dyn std::io::Read, expected: usize) -> std::io::Result<Vec<f32>> {
+/// Reads a count that must be `expected`, then that many little-endian numbers.
+fn read_numbers<T: Number>(r: &mut dyn std::io::Read, expected: usize) -> std::io::Result<Vec<T>> {
     let n = read_u64(r)? as usize;
     if n != expected {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("{n} floats where {expected} were expected"),
+            format!("{n} numbers where {expected} were expected"),
         ));
     }
     let mut out = Vec::with_capacity(n);
-    let mut buf = vec![0u8; 4 * n.min(1 << 18)];
+    let mut buf = vec![0u8; T::BYTES * n.min(1 << 18)];
     let mut left = n;
     while left > 0 {
         let take = left.min(1 << 18);
-        r.read_exact(&mut buf[..4 * take])?;
-        out.extend(
-            buf[..4 * take]
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        );
+        r.read_exact(&mut buf[..T::BYTES * take])?;
+        out.extend(buf[..T::BYTES * take].chunks_exact(T::BYTES).map(T::get));
         left -= take;
     }
     Ok(out)
@@ -213,7 +243,7 @@ impl CpuState {
         let (kv_heads, hd) = (self.kv.kv_heads(), self.kv.head_dim());
         self.reserve(snap.len - held)?;
         for (layer, (k, v)) in snap.keys.iter().zip(&snap.values).enumerate() {
-            super::attention::store_keys(&mut self.keys[layer], k, held, kv_heads, hd);
+            super::attention::put_keys(&mut self.keys[layer], k, held, kv_heads, hd);
             self.values[layer][held * width..snap.len * width].copy_from_slice(v);
         }
         self.kv.set_len(snap.len);
@@ -241,10 +271,10 @@ impl CpuState {
             self.keys.resize_with(layers, Vec::new);
             self.values.resize_with(layers, Vec::new);
             for k in self.keys.iter_mut() {
-                k.resize(key_floats(cap, self.kv.width()), 0.0);
+                k.resize(key_floats(cap, self.kv.width()), 0);
             }
             for v in self.values.iter_mut() {
-                v.resize(size, 0.0);
+                v.resize(size, 0);
             }
             self.kv.set_capacity(cap);
         }
@@ -268,7 +298,7 @@ impl State for CpuState {
     }
 
     fn snapshot(&self) -> Result<CpuSnapshot> {
-        let copy = |vs: &[Vec<f32>], live: usize| vs.iter().map(|v| v[..live].to_vec()).collect();
+        let copy = |vs: &[Vec<u16>], live: usize| vs.iter().map(|v| v[..live].to_vec()).collect();
         Ok(CpuSnapshot {
             // The keys' blocks holding the live positions (the last one may be partly used).
             keys: copy(&self.keys, key_floats(self.kv.len(), self.kv.width())),
