@@ -73,7 +73,12 @@ impl CandleState {
     /// by default), so that both engines compute the same numbers. The length moves only once
     /// every layer is written. Call [`CandleState::reserve`] first.
     pub(super) fn write(&mut self, layer: usize, k: &Tensor, v: &Tensor) -> Result<()> {
-        let round = |t: &Tensor| t.to_dtype(DType::F16)?.to_dtype(DType::F32);
+        // Saturating at f16's largest value, as the CPU engine does, not rounding to ∞.
+        let round = |t: &Tensor| {
+            t.clamp(-65504f32, 65504f32)?
+                .to_dtype(DType::F16)?
+                .to_dtype(DType::F32)
+        };
         self.keys[layer].slice_set(&round(k)?, 1, self.kv.len())?;
         self.values[layer].slice_set(&round(v)?, 1, self.kv.len())?;
         Ok(())

@@ -36,10 +36,12 @@ fn key_block(keys: &[u16], b: usize, stride: usize, kvh: usize, hd: usize) -> &[
     &keys[b * KEY_LANES * stride + kvh * hd * KEY_LANES..][..hd * KEY_LANES]
 }
 
-/// `x` rounded to the nearest f16 (ties to even), as its bits.
+/// `x` rounded to the nearest f16 (ties to even), as its bits; past f16's range (±65 504)
+/// it saturates there, so that an outlying key or value of some model gives large scores,
+/// not the infinities and NaN that would spoil every later token's attention.
 #[inline(always)]
 fn to_f16(x: f32) -> u16 {
-    half::f16::from_f32(x).to_bits()
+    half::f16::from_f32(x.clamp(-65504.0, 65504.0)).to_bits()
 }
 
 /// Writes the f16 values `src` (their bits) into `dst` as f32: eight at a time with F16C's
@@ -825,12 +827,12 @@ mod tests {
                 );
             }
         }
-        // Rounding on the way in: to the nearest, ties to even, and past f16's range to ∞.
+        // Rounding on the way in: to the nearest, ties to even, and past f16's range to its
+        // largest value, not ∞.
         assert_eq!(to_f16(1.0 + 1.0 / 4096.0), to_f16(1.0));
-        assert_eq!(
-            half::f16::from_bits(to_f16(65520.0)).to_f32(),
-            f32::INFINITY
-        );
+        assert_eq!(half::f16::from_bits(to_f16(1e6)).to_f32(), 65504.0);
+        assert_eq!(half::f16::from_bits(to_f16(-1e9)).to_f32(), -65504.0);
+        assert!(half::f16::from_bits(to_f16(f32::NAN)).is_nan());
     }
 
     /// The vectorizable exponential against the library's, over the range softmax uses
