@@ -25,7 +25,7 @@ pub(super) const KEY_LANES: usize = 16;
 
 /// Values the key cache of one layer needs for `positions` positions of `width`
 /// (`kv_heads × head_dim`) values: whole blocks.
-pub(super) fn key_floats(positions: usize, width: usize) -> usize {
+pub(super) fn key_slots(positions: usize, width: usize) -> usize {
     positions.div_ceil(KEY_LANES) * KEY_LANES * width
 }
 
@@ -54,9 +54,7 @@ fn widen(src: &[u16], dst: &mut [f32]) {
         // SAFETY: `Isa::detect` found AVX2 and F16C on this CPU; the lengths are equal.
         return unsafe { widen_f16c(src, dst) };
     }
-    for (d, &s) in dst.iter_mut().zip(src) {
-        *d = half::f16::from_bits(s).to_f32();
-    }
+    widen_scalar(src, dst);
 }
 
 /// [`widen`] with F16C.
@@ -72,8 +70,14 @@ unsafe fn widen_f16c(src: &[u16], dst: &mut [f32]) {
             _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
         }
     }
-    for i in whole..src.len() {
-        dst[i] = half::f16::from_bits(src[i]).to_f32();
+    widen_scalar(&src[whole..], &mut dst[whole..]);
+}
+
+/// [`widen`] without F16C.
+#[inline(always)]
+fn widen_scalar(src: &[u16], dst: &mut [f32]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = half::f16::from_bits(s).to_f32();
     }
 }
 
@@ -614,7 +618,7 @@ super::multiversion! {
     ) {
         let width = (pos + i1).div_ceil(KEY_LANES) * KEY_LANES;
         scores.resize(QUERY_TILE * width, 0.0);
-        widened.resize(VALUE_CHUNK.max(KEY_LANES) * HD, 0.0);
+        widened.resize(VALUE_CHUNK * HD, 0.0);
         let piece = TilePiece::<HD> { q, keys, values, pos, nh, h, kvh, stride, i0, i1, width };
         piece.scores(scale, scores, &mut widened[..KEY_LANES * HD]);
         for i in i0..i1 {
@@ -717,7 +721,7 @@ mod tests {
     fn blocked(k: &[f32], kv_heads: usize, hd: usize) -> Vec<u16> {
         let width = kv_heads * hd;
         let positions = k.len() / width;
-        let mut out = halves(&values(key_floats(positions, width), 99));
+        let mut out = halves(&values(key_slots(positions, width), 99));
         store_keys(&mut out, k, 0, kv_heads, hd);
         out
     }

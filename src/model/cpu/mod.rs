@@ -187,7 +187,7 @@ impl Forward for CpuEngine {
             attention::store_values(values, v, pos, kvw);
             attention(
                 q,
-                &keys[..attention::key_floats(pos + n, kvw)],
+                &keys[..attention::key_slots(pos + n, kvw)],
                 &values[..(pos + n) * kvw],
                 n,
                 pos,

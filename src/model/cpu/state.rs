@@ -3,7 +3,7 @@
 //! positions, see `attention`; either way appending and growing never re-lay out the stored
 //! positions), the forward pass's working buffers, and the logits of the last token.
 
-use super::attention::key_floats;
+use super::attention::key_slots;
 use super::matmul::Acts;
 use crate::model::error::Result;
 use crate::model::forward::State;
@@ -105,7 +105,7 @@ impl CpuSnapshot {
             return Err(bad(format!("{n} layers where the model has {layers}")));
         }
         let key_count = if start == 0 {
-            key_floats(len, width)
+            key_slots(len, width)
         } else {
             (len - start) * width
         };
@@ -271,7 +271,7 @@ impl CpuState {
             self.keys.resize_with(layers, Vec::new);
             self.values.resize_with(layers, Vec::new);
             for k in self.keys.iter_mut() {
-                k.resize(key_floats(cap, self.kv.width()), 0);
+                k.resize(key_slots(cap, self.kv.width()), 0);
             }
             for v in self.values.iter_mut() {
                 v.resize(size, 0);
@@ -301,7 +301,7 @@ impl State for CpuState {
         let copy = |vs: &[Vec<u16>], live: usize| vs.iter().map(|v| v[..live].to_vec()).collect();
         Ok(CpuSnapshot {
             // The keys' blocks holding the live positions (the last one may be partly used).
-            keys: copy(&self.keys, key_floats(self.kv.len(), self.kv.width())),
+            keys: copy(&self.keys, key_slots(self.kv.len(), self.kv.width())),
             values: copy(&self.values, self.kv.len() * self.kv.width()),
             start: 0,
             len: self.kv.len(),
