@@ -77,7 +77,7 @@ unsafe fn widen_f16c(src: &[u16], dst: &mut [f32]) {
 #[inline(always)]
 fn widen_scalar(src: &[u16], dst: &mut [f32]) {
     for (d, &s) in dst.iter_mut().zip(src) {
-        *d = half::f16::from_bits(s).to_f32();
+        *d = super::kernels::f16_to_f32(s);
     }
 }
 
