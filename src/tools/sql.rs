@@ -38,6 +38,7 @@ use super::{parse_args, schema_of, Observation, Tool, ToolError};
 mod bare;
 mod math;
 mod names;
+mod repair;
 pub(crate) use names::name_terms;
 
 /// SQLite's heap limit for the whole process (`sqlite3_hard_heap_limit64`), set when a sql
@@ -506,27 +507,54 @@ impl SqlTool {
         }
         // Names SQLite reads only in quotes, written bare (`FROM Order`, `Ship Country`).
         let quoted = self.bare.quote_in(sql);
-        let sql = quoted.as_deref().unwrap_or(sql);
-        let result = self.with_deadline(self.options.time_limit, |conn| {
-            run_query(conn, sql, &self.options).map(|r| {
-                // Under the same time limit as the query.
-                let note = if r.empty {
-                    value_hint(conn, sql, &self.tables)
-                } else if r.keys_only {
-                    name_lookup(conn, sql, &self.tables, &r.keys, &self.options)
-                } else {
-                    None
-                };
-                match note {
-                    Some(note) => format!("{}\n{note}", r.text),
-                    None => r.text,
+        let mut sql = quoted.unwrap_or_else(|| sql.to_string());
+        // What the query was changed in (see `repair`), said after its result or error.
+        let mut repairs: Vec<String> = Vec::new();
+        loop {
+            let result = self.with_deadline(self.options.time_limit, |conn| {
+                // Under the same time limit as the query: it reads a few values.
+                if let Some((fixed, note)) = repair::days_between(conn, &sql, &self.tables) {
+                    sql = fixed;
+                    repairs.push(note);
                 }
-            })
-        });
-        result.map_err(|e| {
+                run_query(conn, &sql, &self.options).map(|r| {
+                    // Under the same time limit as the query.
+                    let note = if r.empty {
+                        value_hint(conn, &sql, &self.tables)
+                    } else if r.keys_only {
+                        name_lookup(conn, &sql, &self.tables, &r.keys, &self.options)
+                    } else {
+                        None
+                    };
+                    let mut text = r.text;
+                    for n in repairs.iter().chain(&note) {
+                        text.push('\n');
+                        text.push_str(n);
+                    }
+                    text
+                })
+            });
+            let e = match result {
+                Ok(text) => return Ok(text),
+                Err(e) => e,
+            };
             let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-            self.explain(&conn, sql, e)
-        })
+            if repairs.len() < MAX_REPAIRS {
+                if let Some((fixed, note)) = missing_column(&e)
+                    .and_then(|m| repair::other_alias(&conn, &sql, &self.tables, m))
+                {
+                    sql = fixed;
+                    repairs.push(note);
+                    continue;
+                }
+            }
+            let mut err = self.explain(&conn, &sql, e);
+            for n in &repairs {
+                err.message.push('\n');
+                err.message.push_str(n);
+            }
+            return Err(err);
+        }
     }
 
     /// Runs `f` on the connection with the progress handler's deadline at `until` from now.
@@ -669,6 +697,22 @@ impl SqlTool {
         }
         ToolError::invalid(format!("SQL error: {text}"))
             .with_hint("fix the query; the tables and their columns are in the tool's description")
+    }
+}
+
+/// The most changes [`repair`] makes to one query.
+const MAX_REPAIRS: usize = 3;
+
+/// The column SQLite names in a "no such column: X" error.
+fn missing_column(e: &QueryError) -> Option<&str> {
+    match e {
+        QueryError::Sqlite(rusqlite::Error::SqliteFailure(_, Some(m))) => {
+            m.strip_prefix("no such column: ")
+        }
+        QueryError::Sqlite(rusqlite::Error::SqlInputError { msg, .. }) => {
+            msg.strip_prefix("no such column: ")
+        }
+        _ => None,
     }
 }
 

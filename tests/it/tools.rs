@@ -268,31 +268,50 @@ fn a_column_of_another_table_is_answered_with_the_join_its_keys_give() {
 
     // Regression: `T1.member_no` with `books AS T1 JOIN loans AS T2` was answered "join
     // members" (a table the query did not name that has the column); the model sent the same
-    // query again. The column is in a table the query names, under another name.
-    for (query, name) in [
+    // query again. The column is in a table the query names, under another name: the query
+    // runs with that name, and a note says so (the hint below said it, and the 1.5B model
+    // sent the same query again all the same).
+    for (query, name, written) in [
         (
             "SELECT T1.member_no FROM books AS T1 JOIN loans AS T2 ON T1.book_id = T2.book_id",
             "T2",
+            "T1",
         ),
         (
             "SELECT b.member_no FROM books b JOIN loans l ON b.book_id = l.book_id",
             "l",
+            "b",
         ),
         (
             "SELECT books.member_no FROM books JOIN loans ON books.book_id = loans.book_id",
             "loans",
+            "books",
         ),
     ] {
-        let e = sql(&reg, query).unwrap_err();
-        assert_eq!(
-            e.hint,
-            Some(format!(
-                "member_no is a column of loans, which this query calls {name}: write \
-                 {name}.member_no"
+        let obs = sql(&reg, query).unwrap().text;
+        assert!(
+            obs.starts_with("member_no\n"),
+            "the query ran: {query}\n{obs}"
+        );
+        assert!(
+            obs.contains(&format!(
+                "(note: the query was run with {name}.member_no for {written}.member_no: \
+                 member_no is a column of loans, which this query calls {name})"
             )),
-            "{query}"
+            "{query}\n{obs}"
         );
     }
+    // Where the change would join the column with itself, the query is not run; the hint
+    // says which name has the column.
+    let e = sql(
+        &reg,
+        "SELECT T1.title FROM books AS T1 JOIN loans AS T2 ON T2.member_no = T1.member_no",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.hint.as_deref(),
+        Some("member_no is a column of loans, which this query calls T2: write T2.member_no")
+    );
 }
 
 #[test]
@@ -1623,4 +1642,39 @@ fn the_rows_that_point_to_a_keyed_row_are_shown_with_it() {
     let context = tool.context_for("What is order 99 worth?", None).unwrap();
     assert!(context.contains("no row has Order ID 99"), "{context}");
     assert!(!context.contains("every row whose"), "{context}");
+}
+
+/// Regression: over the hotel's bookings (dates stored as text), "How many nights did Greta
+/// Novak stay with us in total?" ran `SUM(Departure - Arrival)`, which SQLite computes as
+/// 2025 - 2025 for every row; the 1.5B model answered "0 nights" (it is 9). The difference
+/// of two date columns is run as the days between them, and the result says so.
+#[test]
+fn dates_stored_as_text_subtract_to_the_days_between_them() {
+    let db = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hotel.sqlite");
+    let reg = sql_registry(&db);
+    let obs = sql(
+        &reg,
+        "SELECT SUM(Departure - Arrival) AS TotalNights FROM Booking WHERE GuestId = \
+         (SELECT GuestId FROM Guest WHERE Name = 'Greta Novak') AND State = 'completed'",
+    )
+    .unwrap()
+    .text;
+    assert!(obs.starts_with("TotalNights\n9"), "{obs}");
+    assert!(
+        obs.contains("(note: the query was run with Departure - Arrival as julianday(Departure) - julianday(Arrival)"),
+        "{obs}"
+    );
+    // Through aliases, in a condition too.
+    let obs = sql(
+        &reg,
+        "SELECT COUNT(*) FROM Booking AS b WHERE b.Departure - b.Arrival >= 7",
+    )
+    .unwrap()
+    .text;
+    assert!(obs.starts_with("COUNT(*)\n4"), "{obs}");
+    // Numbers subtract as numbers, with no note.
+    let obs = sql(&reg, "SELECT MAX(Rate) - MIN(Rate) FROM Room")
+        .unwrap()
+        .text;
+    assert!(!obs.contains("note"), "{obs}");
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Re-checks the SQL-based expected answers of the clinic, library and trade suites.
+"""Re-checks the SQL-based expected answers of the clinic, library, trade and hotel suites.
 
 For every sql, two_tool and multi_turn task whose answer comes from the database, this runs
 the query that answers it on examples/NAME.sqlite (any arithmetic on the result is done here
@@ -226,6 +226,57 @@ CHECKS = {
         "trade-two-42": (
             'SELECT julianday("Shipped Date") - julianday("Order Date") FROM "Order" WHERE "Order ID" = 10277',
             None),
+    },
+    "hotel": {
+        "hotel-sql-1": ("SELECT count(*) FROM Booking WHERE State = 'cancelled'", None),
+        "hotel-sql-2": ("SELECT RoomNo FROM Room ORDER BY Rate DESC LIMIT 1", None),
+        "hotel-sql-3": ("SELECT sum(Amount) FROM Charge WHERE Item = 'spa'", None),
+        "hotel-sql-4": ("SELECT count(*) FROM Guest WHERE Email IS NULL", None),
+        "hotel-sql-5": (
+            "SELECT g.Name FROM Booking b JOIN Guest g ON g.GuestId = b.GuestId "
+            "WHERE b.RoomNo = 303 AND b.Arrival LIKE '2025-06-%'", None),
+        "hotel-sql-6": (
+            "SELECT sum(julianday(Departure) - julianday(Arrival)) FROM Booking b "
+            "JOIN Guest g ON g.GuestId = b.GuestId "
+            "WHERE g.Name = 'Greta Novak' AND b.State = 'completed'", None),
+        "hotel-sql-7": (
+            "SELECT g.Name FROM Charge c JOIN Booking b ON b.BookingId = c.BookingId "
+            "JOIN Guest g ON g.GuestId = b.GuestId WHERE c.Item = 'restaurant' "
+            "GROUP BY g.GuestId ORDER BY sum(c.Amount) DESC LIMIT 1", None),
+        "hotel-sql-8": ("SELECT count(*) FROM Room WHERE SeaView = 1", None),
+        "hotel-sql-9": (
+            "SELECT Country FROM Guest GROUP BY Country ORDER BY count(*) DESC LIMIT 1", None),
+        "hotel-sql-10": (
+            "SELECT b.Arrival FROM Booking b JOIN Guest g ON g.GuestId = b.GuestId "
+            "WHERE g.Name = 'Mei Chen' AND b.State = 'booked'", None),
+        "hotel-two-1": (
+            "SELECT (julianday(b.Departure) - julianday(b.Arrival)) * r.Rate FROM Booking b "
+            "JOIN Room r ON r.RoomNo = b.RoomNo JOIN Guest g ON g.GuestId = b.GuestId "
+            "WHERE g.Name = 'Sara Conti' AND b.Arrival LIKE '2025-04-%'", None),
+        # loyalty-and-contact.md: tourist tax 3.50 euros per adult per night, children free.
+        "hotel-two-3": ("SELECT 3.50 * 2 * 3", None),
+        # facilities.md: parking 15 euros per night.
+        "hotel-two-5": (
+            "SELECT 15 * (julianday(b.Departure) - julianday(b.Arrival)) FROM Booking b "
+            "JOIN Guest g ON g.GuestId = b.GuestId "
+            "WHERE g.Name = 'Hannah Weiss' AND b.Arrival LIKE '2025-05-%'", None),
+        # arrival-and-departure.md: a cancellation within 48 hours is charged the first night.
+        "hotel-two-6": (
+            "SELECT r.Rate FROM Booking b JOIN Room r ON r.RoomNo = b.RoomNo "
+            "JOIN Guest g ON g.GuestId = b.GuestId WHERE g.Name = 'Kofi Mensah'", None),
+        # facilities.md: dogs 20 euros per night, rooms on the first floor only (103 is).
+        "hotel-two-8": (
+            "SELECT 20 * (julianday(b.Departure) - julianday(b.Arrival)) FROM Booking b "
+            "JOIN Room r ON r.RoomNo = b.RoomNo JOIN Guest g ON g.GuestId = b.GuestId "
+            "WHERE g.Name = 'Tomás Ruiz' AND b.Arrival LIKE '2025-06-%' AND r.Floor = 1", None),
+        # meals.md: breakfast 18 euros per adult per morning.
+        "hotel-two-2": ("SELECT 18 * 3", None),
+        # loyalty-and-contact.md: members get 10% off the room rate for two nights or more.
+        "hotel-two-4": ("SELECT round(Rate * 4 * 0.9, 2) FROM Room WHERE RoomNo = 202", None),
+        "hotel-two-7": (
+            "SELECT (julianday(b.Departure) - julianday(b.Arrival)) * r.Rate FROM Booking b "
+            "JOIN Room r ON r.RoomNo = b.RoomNo JOIN Guest g ON g.GuestId = b.GuestId "
+            "WHERE g.Name = 'Pieter de Wit' AND b.Arrival LIKE '2025-06-%' AND g.IsMember = 0", None),
     },
 }
 
