@@ -1678,3 +1678,31 @@ fn dates_stored_as_text_subtract_to_the_days_between_them() {
         .text;
     assert!(!obs.contains("note"), "{obs}");
 }
+
+/// Regression: "Kofi Mensah cancelled his booking one day before arrival. How much was he
+/// charged?" (the first night) was shown his booking, with its room number but not the
+/// room's rate, and the 1.5B model made up a rate of 1.50 euros a night. The rows a linked
+/// row points to by its declared keys are shown whole (the room with its rate), and the
+/// table the rows were found from is not shown twice.
+#[test]
+fn the_rows_a_linked_row_points_to_are_shown_whole() {
+    let db = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hotel.sqlite");
+    let tool = SqlTool::open(&db, SqlOptions::default()).unwrap();
+    let context = tool
+        .context_for(
+            "Kofi Mensah cancelled his booking one day before arrival. How much was he charged?",
+            None,
+        )
+        .unwrap();
+    let booking = context
+        .find("-- Booking: every row whose GuestId is the GuestId of the Guest rows above")
+        .unwrap_or_else(|| panic!("{context}"));
+    let room = context
+        .find("(RoomNo is the key of Room; its rows for these keys, in the order above:)\nRoomNo | Kind | Floor | Rate | SeaView | Beds\n101 | single | 1 | 79 | 0 | 1")
+        .unwrap_or_else(|| panic!("{context}"));
+    assert!(booking < room, "{context}");
+    assert!(
+        !context.contains("GuestId is the key of Guest"),
+        "the guest is shown once: {context}"
+    );
+}
