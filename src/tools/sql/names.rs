@@ -41,6 +41,9 @@ const LINKED_TABLES: usize = 2;
 /// Foreign keys of a linked table whose rows are shown with it.
 const MAX_POINTED: usize = 3;
 
+/// The most rows of a linked table whose keys' rows are shown whole ([`SqlTool::pointed_rows`]).
+const POINTED_FOR: usize = 2;
+
 /// `v` as an SQL literal: integers and text (quoted); `None` for other values.
 fn literal(v: &rusqlite::types::Value) -> Option<String> {
     match v {
@@ -436,8 +439,9 @@ impl SqlTool {
 
     /// The whole rows that the rows of `t` shown (`shown_keys`: their query, with `{}` where
     /// the selected column goes) point to by the foreign keys `t` declares, except those to
-    /// `skip` (the table they were found from, shown already): a booking's room with its
-    /// rate, a visit's vet. `None` when `t` declares no such key or nothing is found.
+    /// `skip` (the table they were found from) and to a table whose rows `block` (what is
+    /// shown of them so far) already lists by key: a booking's room with its rate. `None`
+    /// when there is no such key or nothing is found.
     /// Regression: "Kofi Mensah cancelled his booking one day before arrival. How much was
     /// he charged?" (the first night) was shown the booking and its room number; the 1.5B
     /// model made up a rate of 1.50 euros a night.
@@ -447,11 +451,15 @@ impl SqlTool {
         t: &str,
         shown_keys: &str,
         skip: &str,
+        block: &str,
     ) -> Option<String> {
         let mut out = String::new();
         let declared = foreign_keys(conn, t)
             .into_iter()
-            .filter(|(_, to_table, _)| !to_table.eq_ignore_ascii_case(skip))
+            .filter(|(_, to_table, _)| {
+                !to_table.eq_ignore_ascii_case(skip)
+                    && !block.contains(&format!("is the key of {};", self.bare.shown(to_table)))
+            })
             .take(MAX_POINTED);
         for (from, to_table, to) in declared {
             let Some(to) = to.or_else(|| {
@@ -586,16 +594,22 @@ impl SqlTool {
                 )
             };
             // The rows their other keys point to (a loan's member): without them the model
-            // answered "Member 1016" for who borrowed a book. Whole rows where the schema
-            // declares the keys ([`Self::pointed_rows`]), the names of the rows otherwise.
-            let shown_keys = format!(
-                "SELECT {{}} FROM {} WHERE {filter}{order} LIMIT {LINKED_ROWS}",
-                quote(t)
-            );
-            let block = match self.pointed_rows(conn, t, &shown_keys, table) {
-                Some(pointed) => format!("{heading}\n{}\n{pointed}", r.text.trim_end()),
-                None => self.block(conn, &sql, &heading, &r),
-            };
+            // answered "Member 1016" for who borrowed a book.
+            let mut block = self.block(conn, &sql, &heading, &r);
+            // For one or two rows (a guest's booking), also the whole rows their other
+            // declared keys point to that the names above do not show (the booking's room,
+            // with its rate). Not for more: the five orders of a product's five order lines,
+            // shown whole, were noise to "What would 12 units of Queso Manchego cost?", and
+            // the 1.5B model added VAT it was told to leave out.
+            if count as usize <= POINTED_FOR {
+                let shown_keys = format!(
+                    "SELECT {{}} FROM {} WHERE {filter}{order} LIMIT {LINKED_ROWS}",
+                    quote(t)
+                );
+                if let Some(pointed) = self.pointed_rows(conn, t, &shown_keys, table, &block) {
+                    block.push_str(&pointed);
+                }
+            }
             if out.len() + block.len() > max_chars {
                 break;
             }
