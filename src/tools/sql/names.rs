@@ -38,21 +38,6 @@ const LINKED_ROWS: usize = 5;
 /// Tables shown whose rows point to the named rows.
 const LINKED_TABLES: usize = 2;
 
-/// Foreign keys of a linked table whose rows are shown with it.
-const MAX_POINTED: usize = 3;
-
-/// The most rows of a linked table whose keys' rows are shown whole ([`SqlTool::pointed_rows`]).
-const POINTED_FOR: usize = 2;
-
-/// `v` as an SQL literal: integers and text (quoted); `None` for other values.
-fn literal(v: &rusqlite::types::Value) -> Option<String> {
-    match v {
-        rusqlite::types::Value::Integer(i) => Some(i.to_string()),
-        rusqlite::types::Value::Text(t) => Some(format!("'{}'", t.replace('\'', "''"))),
-        _ => None,
-    }
-}
-
 /// Words that begin sentences without being names, besides the sql tool's words that name no
 /// topic (`NOT_TOPICS`: question words, articles, request verbs): the first word of a sentence
 /// is capitalised whatever it is.
@@ -437,85 +422,6 @@ impl SqlTool {
         })
     }
 
-    /// The whole rows that the rows of `t` shown (`shown_keys`: their query, with `{}` where
-    /// the selected column goes) point to by the foreign keys `t` declares, except those to
-    /// `skip` (the table they were found from) and to a table whose rows `block` (what is
-    /// shown of them so far) already lists by key: a booking's room with its rate. `None`
-    /// when there is no such key or nothing is found.
-    /// Regression: "Kofi Mensah cancelled his booking one day before arrival. How much was
-    /// he charged?" (the first night) was shown the booking and its room number; the 1.5B
-    /// model made up a rate of 1.50 euros a night.
-    fn pointed_rows(
-        &self,
-        conn: &Connection,
-        t: &str,
-        shown_keys: &str,
-        skip: &str,
-        block: &str,
-    ) -> Option<String> {
-        let mut out = String::new();
-        let declared = foreign_keys(conn, t)
-            .into_iter()
-            .filter(|(_, to_table, _)| {
-                !to_table.eq_ignore_ascii_case(skip)
-                    && !block.contains(&format!("is the key of {};", self.bare.shown(to_table)))
-            })
-            .take(MAX_POINTED);
-        for (from, to_table, to) in declared {
-            let Some(to) = to.or_else(|| {
-                column_types(conn, &to_table)
-                    .into_iter()
-                    .find(|(_, _, pk)| *pk)
-                    .map(|(c, _, _)| c)
-            }) else {
-                continue;
-            };
-            // The keys in the order of the rows shown, each once, written as literals.
-            let keys = shown_keys.replacen("{}", &quote(&from), 1);
-            let Ok(mut stmt) = conn.prepare(&keys) else {
-                continue;
-            };
-            let Ok(values) = stmt
-                .query_map([], |r| r.get::<_, rusqlite::types::Value>(0))
-                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            else {
-                continue;
-            };
-            let mut literals: Vec<String> = Vec::new();
-            for v in &values {
-                if let Some(l) = literal(v).filter(|l| !literals.contains(l)) {
-                    literals.push(l);
-                }
-            }
-            if literals.is_empty() {
-                continue;
-            }
-            let order: String = literals
-                .iter()
-                .enumerate()
-                .map(|(i, l)| format!(" WHEN {l} THEN {i}"))
-                .collect();
-            let sql = format!(
-                "SELECT * FROM {t2} WHERE {k} IN ({}) ORDER BY CASE {k}{order} END LIMIT {LINKED_ROWS}",
-                literals.join(", "),
-                t2 = quote(&to_table),
-                k = quote(&to),
-            );
-            let Ok(r) = run_query(conn, &sql, &self.options) else {
-                continue;
-            };
-            if r.empty {
-                continue;
-            }
-            out.push_str(&format!(
-                "({from} is the key of {}; its rows for these keys, in the order above:)\n{}\n",
-                self.bare.shown(&to_table),
-                r.text.trim_end()
-            ));
-        }
-        (!out.is_empty()).then_some(out)
-    }
-
     /// The rows of other tables whose foreign key points to the rows of `table` that
     /// `condition` (an SQL condition on them) picks: the named or keyed rows.
     fn linked_rows(
@@ -595,21 +501,7 @@ impl SqlTool {
             };
             // The rows their other keys point to (a loan's member): without them the model
             // answered "Member 1016" for who borrowed a book.
-            let mut block = self.block(conn, &sql, &heading, &r);
-            // For one or two rows (a guest's booking), also the whole rows their other
-            // declared keys point to that the names above do not show (the booking's room,
-            // with its rate). Not for more: the five orders of a product's five order lines,
-            // shown whole, were noise to "What would 12 units of Queso Manchego cost?", and
-            // the 1.5B model added VAT it was told to leave out.
-            if count as usize <= POINTED_FOR {
-                let shown_keys = format!(
-                    "SELECT {{}} FROM {} WHERE {filter}{order} LIMIT {LINKED_ROWS}",
-                    quote(t)
-                );
-                if let Some(pointed) = self.pointed_rows(conn, t, &shown_keys, table, &block) {
-                    block.push_str(&pointed);
-                }
-            }
+            let block = self.block(conn, &sql, &heading, &r);
             if out.len() + block.len() > max_chars {
                 break;
             }
