@@ -1714,14 +1714,16 @@ fn ambiguity_hint(conn: &Connection, sql: &str, tables: &[String], column: &str)
     ))
 }
 
-/// For "no such column: T1.col" where `col` is a column of another table the query names
-/// under another name: that name. Asked for `T1.member_no` with `fines AS T1 JOIN loans AS
-/// T2`, the 1.5B model was told to join members (the table the query did not name that has
-/// the column) and sent the same query again.
-fn alias_hint(conn: &Connection, sql: &str, tables: &[String], missing: &str) -> Option<String> {
-    let (qualifier, column) = missing.rsplit_once('.')?;
-    let column = column.trim_matches('"');
-    let qualifier = qualifier.trim_matches('"');
+/// The names a query gives the tables of it that have `column` (their aliases, or their own
+/// names), other than `qualifier`, each with its table, in the order of `tables`.
+fn other_names_with(
+    conn: &Connection,
+    sql: &str,
+    tables: &[String],
+    qualifier: &str,
+    column: &str,
+) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
     for t in tables.iter().filter(|t| names_table(sql, t)) {
         if !table_columns(conn, t)
             .iter()
@@ -1729,17 +1731,30 @@ fn alias_hint(conn: &Connection, sql: &str, tables: &[String], missing: &str) ->
         {
             continue;
         }
-        let names = aliases_of(sql, t);
-        if let Some(name) = names.iter().find(|n| !n.eq_ignore_ascii_case(qualifier)) {
-            if names.iter().any(|n| n.eq_ignore_ascii_case(qualifier)) {
-                continue;
+        for a in aliases_of(sql, t) {
+            if !a.eq_ignore_ascii_case(qualifier) && !out.iter().any(|(n, _)| *n == a) {
+                out.push((a, t.clone()));
             }
-            return Some(format!(
-                "{column} is a column of {t}, which this query calls {name}: write {name}.{column}"
-            ));
         }
     }
-    None
+    out
+}
+
+/// For "no such column: T1.col" where `col` is a column of another table the query names
+/// under another name: that name. Asked for `T1.member_no` with `fines AS T1 JOIN loans AS
+/// T2`, the 1.5B model was told to join members (the table the query did not name that has
+/// the column) and sent the same query again. (Where that name is the only one, the query
+/// has been run with it already: see [`repair::other_alias`].)
+fn alias_hint(conn: &Connection, sql: &str, tables: &[String], missing: &str) -> Option<String> {
+    let (qualifier, column) = missing.rsplit_once('.')?;
+    let column = column.trim_matches('"');
+    let qualifier = qualifier.trim_matches('"');
+    let (name, t) = other_names_with(conn, sql, tables, qualifier, column)
+        .into_iter()
+        .next()?;
+    Some(format!(
+        "{column} is a column of {t}, which this query calls {name}: write {name}.{column}"
+    ))
 }
 
 /// For "no such column: X" where X is a column of a table the query does not name: which

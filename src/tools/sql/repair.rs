@@ -283,20 +283,7 @@ pub(super) fn other_alias(
     if !named.iter().any(|t| is_qualifier(t)) {
         return None;
     }
-    let mut names: Vec<(String, &String)> = Vec::new();
-    for t in &named {
-        if !table_columns(conn, t)
-            .iter()
-            .any(|c| c.eq_ignore_ascii_case(column))
-        {
-            continue;
-        }
-        for a in aliases_of(sql, t) {
-            if !a.eq_ignore_ascii_case(qualifier) && !names.iter().any(|(n, _)| *n == a) {
-                names.push((a, t));
-            }
-        }
-    }
+    let names = super::other_names_with(conn, sql, tables, qualifier, column);
     let [(name, table)] = names.as_slice() else {
         return None;
     };
