@@ -589,12 +589,7 @@ impl SqlTool {
                     .with_hint("send one SELECT statement")
             }
         };
-        // SQLite's own message, without rusqlite's "in <the whole query> at offset N" tail.
-        let text = match &e {
-            rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
-            rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
-            other => other.to_string(),
-        };
+        let text = sqlite_message(&e).map_or_else(|| e.to_string(), str::to_string);
         let code = e.sqlite_error_code();
         match code {
             Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
@@ -703,15 +698,20 @@ impl SqlTool {
 /// The most changes [`repair`] makes to one query.
 const MAX_REPAIRS: usize = 3;
 
+/// SQLite's own message of `e`, without rusqlite's "in <the whole query> at offset N" tail;
+/// `None` for an error that is not SQLite's.
+fn sqlite_message(e: &rusqlite::Error) -> Option<&str> {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(m)) => Some(m),
+        rusqlite::Error::SqlInputError { msg, .. } => Some(msg),
+        _ => None,
+    }
+}
+
 /// The column SQLite names in a "no such column: X" error.
 fn missing_column(e: &QueryError) -> Option<&str> {
     match e {
-        QueryError::Sqlite(rusqlite::Error::SqliteFailure(_, Some(m))) => {
-            m.strip_prefix("no such column: ")
-        }
-        QueryError::Sqlite(rusqlite::Error::SqlInputError { msg, .. }) => {
-            msg.strip_prefix("no such column: ")
-        }
+        QueryError::Sqlite(e) => sqlite_message(e)?.strip_prefix("no such column: "),
         _ => None,
     }
 }
