@@ -10,6 +10,8 @@
 //! and `round`, `int`, `float`, `abs`, `min`, `max`, `sum` (over a list), `math.floor`,
 //! `math.ceil`, `math.sqrt`. The arithmetic is the calculator's (exact, sized before it is
 //! computed); `/` gives a float as in Python and a float prints as Python prints it (`13.0`).
+//! A name read before it is assigned stops the program with Python's `NameError` (and its
+//! "Did you mean" for a name that differs in case or a letter or two), as Python would.
 //! Anything else (a loop, a condition, a function, another module) and the program is not
 //! run: [`run`] returns `None` and the model writes its output block as before.
 
@@ -61,17 +63,119 @@ pub fn run(code: &str) -> Option<String> {
     if lines.len() > MAX_LINES {
         return None;
     }
-    for line in lines {
-        let toks = lex(&line)?;
+    for (n, line) in lines.iter().enumerate() {
+        let toks = lex(line)?;
         if toks.is_empty() {
             continue;
         }
-        statement(&toks, &mut env, &mut out)?;
+        if statement(&toks, &mut env, &mut out).is_none() {
+            // Python stops at a name never assigned, with a NameError; the model reads it and
+            // fixes the name. Every later line must at least be made of tokens this module
+            // reads, or the program may not be one Python would start.
+            let name = undefined_name(&toks, &env)?;
+            if lines[n + 1..].iter().any(|l| lex(l).is_none()) {
+                return None;
+            }
+            out.push_str(&name_error(&name, &env));
+            return Some(out);
+        }
         if out.len() > MAX_OUTPUT {
             return None;
         }
     }
     (!out.is_empty()).then(|| out.trim_end_matches('\n').to_string())
+}
+
+/// Python's keywords and the constants it has without an import: names that are never
+/// "not defined".
+const KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield", "pi", "math",
+];
+
+/// The first name `toks` reads that was never assigned, when that name is all that keeps the
+/// statement from running: with every such name given a value, it runs. Names called as
+/// functions (`f(…)`), attributes (`np.sum`) and keywords are not such names: a statement
+/// with one of them is beyond this module, not a Python error.
+fn undefined_name(toks: &[Tok], env: &[(String, Val)]) -> Option<String> {
+    let assign = toks.iter().position(|t| matches!(t, Tok::Assign(_)));
+    // An augmented assignment reads its target first; a plain one only its right side.
+    let read = match assign {
+        Some(at) if matches!(toks[at], Tok::Assign(Some(_))) => toks,
+        Some(at) => &toks[at + 1..],
+        None => toks,
+    };
+    let mut names: Vec<String> = Vec::new();
+    for (i, t) in read.iter().enumerate() {
+        let found: Vec<String> = match t {
+            Tok::Name(n) if read.get(i + 1) != Some(&Tok::Open('(')) => vec![n.clone()],
+            // The names of an f-string's fields: `{total:.2f}`, `{a * b}`.
+            Tok::Str(s, true) => s
+                .split('{')
+                .skip(1)
+                .filter_map(|f| lex(f.split([':', '}']).next()?))
+                .flatten()
+                .filter_map(|t| match t {
+                    Tok::Name(n) => Some(n),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for n in found {
+            let missing = !n.contains('.')
+                && !KEYWORDS.contains(&n.as_str())
+                && lookup(env, &n).is_none()
+                && !names.contains(&n);
+            if missing {
+                names.push(n);
+            }
+        }
+    }
+    let first = names.first()?.clone();
+    let one = evaluate("1").ok()?;
+    let mut trial = env.to_vec();
+    trial.extend(names.into_iter().map(|n| {
+        let v = Val {
+            num: one.clone(),
+            float: false,
+        };
+        (n, v)
+    }));
+    statement(toks, &mut trial, &mut String::new())?;
+    Some(first)
+}
+
+/// What Python prints for `name` never assigned, with its suggestion of a name of `env` that
+/// differs only in case or by a letter or two (`Reese_cups` for `reese_cups`).
+fn name_error(name: &str, env: &[(String, Val)]) -> String {
+    let close = env.iter().rev().map(|(n, _)| n).find(|n| {
+        n.eq_ignore_ascii_case(name) || (name.chars().count() >= 4 && edit_distance(n, name) <= 2)
+    });
+    match close {
+        Some(n) => format!("NameError: name '{name}' is not defined. Did you mean: '{n}'?"),
+        None => format!("NameError: name '{name}' is not defined"),
+    }
+}
+
+/// The number of one-character insertions, deletions and substitutions from `a` to `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(diag + usize::from(ca != *cb));
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// The lines of `code` without comments, a line whose brackets are still open joined with
@@ -677,16 +781,49 @@ mod tests {
         );
     }
 
+    /// Regression (issue 19): a program used `Reese_peanut_butter_cups` for the
+    /// `reese_peanut_butter_cups` it had assigned; it was not run, and the model wrote its own
+    /// output block (40.0 for 38). Python stops there with a NameError, and so does this.
+    #[test]
+    fn a_name_never_assigned_stops_the_program_as_python_does() {
+        let code = "reese_peanut_butter_cups = 3\nsnickers = 2 * 5\nprint(snickers)\ntotal = snickers + Reese_peanut_butter_cups * 9\nprint(total)";
+        assert_eq!(
+            run(code).as_deref(),
+            Some("10\nNameError: name 'Reese_peanut_butter_cups' is not defined. Did you mean: 'reese_peanut_butter_cups'?")
+        );
+        assert_eq!(
+            run("print(y)").as_deref(),
+            Some("NameError: name 'y' is not defined")
+        );
+        assert_eq!(
+            run("price = 4\ncount += 1\nprint(count)").as_deref(),
+            Some("NameError: name 'count' is not defined")
+        );
+        assert_eq!(
+            run("total = 12\nprint(f\"{totl:.2f} euros\")").as_deref(),
+            Some("NameError: name 'totl' is not defined. Did you mean: 'total'?")
+        );
+        // The first of two, in the order Python reads them.
+        assert_eq!(
+            run("x = a + b * 2\nprint(x)").as_deref(),
+            Some("NameError: name 'a' is not defined")
+        );
+        // A name beside what this module does not run is not called undefined.
+        assert_eq!(run("x = foo(y)\nprint(x)"), None);
+        assert_eq!(run("x = y if True else 4\nprint(x)"), None);
+        assert_eq!(run("x = y.count\nprint(x)"), None);
+        assert_eq!(run("x = y\nprint(x == 3)"), None);
+    }
+
     #[test]
     fn what_is_not_straight_line_arithmetic_is_not_run() {
-        // Loops, conditions, functions, other modules, unknown names, no output.
+        // Loops, conditions, functions, other modules, unknown functions, no output.
         assert_eq!(
             run("total = 0\nfor i in range(3):\n    total += i\nprint(total)"),
             None
         );
         assert_eq!(run("def f(x):\n    return x\nprint(f(2))"), None);
         assert_eq!(run("import numpy as np\nprint(np.sum([1]))"), None);
-        assert_eq!(run("print(y)"), None);
         assert_eq!(run("x = 3"), None);
         assert_eq!(run("x = 3 if True else 4\nprint(x)"), None);
         assert_eq!(run("print(1 / 0)"), None);
