@@ -235,6 +235,14 @@ pub enum EventKind {
         /// The amounts, as written in the answer.
         amounts: Vec<String>,
     },
+    /// A final answer gave its amount per unit (`20 euros per night`) where the task asks
+    /// for the whole of a stay or total, and was sent back once to multiply it out.
+    RateCheck {
+        /// The round.
+        round: usize,
+        /// The rate, as written in the answer.
+        rate: String,
+    },
     /// A later final answer gave again values an evidence check had sent back, still found in
     /// no result, and was sent back once more with the last tool result quoted.
     AgainCheck {

@@ -915,6 +915,139 @@ pub fn listed_total_message(amounts: &[String]) -> String {
     )
 }
 
+/// Units an answer may give an amount per (`20 euros per night`), singular; the plural adds
+/// an `s`. Each is also a span a task may ask the whole of (`for 3 nights`).
+const RATE_UNITS: &[&str] = &[
+    "night", "day", "hour", "minute", "week", "month", "year", "person", "adult", "child", "guest",
+    "head", "item", "unit", "piece", "ticket", "visit", "lesson", "session", "meal", "room", "kg",
+    "kilo", "litre", "liter", "bottle", "box", "pack", "seat", "copy",
+];
+
+/// Words that make the unit after them a rate: `per night`, `a day`, `each hour`.
+const RATE_WORDS: &[&str] = &["per", "a", "an", "each", "every"];
+
+/// Words of a task that ask for a rate itself, whatever its unit: "the nightly rate", "the
+/// price", "per person".
+const ASKS_RATE: &[&str] = &[
+    "per", "each", "every", "rate", "rates", "price", "prices", "tariff", "daily", "nightly",
+    "hourly", "weekly", "monthly", "yearly", "annual", "apiece",
+];
+
+/// Words of a task that name a whole span or total: "for his stay", "in total".
+const SPAN_WORDS: &[&str] = &[
+    "stay",
+    "stays",
+    "trip",
+    "holiday",
+    "vacation",
+    "total",
+    "altogether",
+    "whole",
+    "entire",
+    "overall",
+    "all",
+];
+
+/// When `answer` gives its one amount as a rate (`20 euros per night`, `12 euros a day`,
+/// `9 €/hour`) while `task` asks for the whole of a span: the task names one (`his June
+/// stay`, `for 3 nights`, `in total`) and asks for no rate (`per`, `each`, `rate`, `price`,
+/// `a night`). Returns the rate as the answer writes it and its unit. Numbers of the answer
+/// that the task gives, and years, are not amounts of the answer; an answer with a second
+/// amount may have worked out the total, and is left alone. Regression: "Tomás Ruiz brings
+/// his dog on his June stay. What will the dog cost?" was answered "20 euros per night" (the
+/// documents' rate), with the stay's four nights in the rows shown.
+pub fn rate_for_total(task: &str, answer: &str) -> Option<(String, String)> {
+    if ASKS_RATE.iter().any(|w| holds_word(task, w)) {
+        return None;
+    }
+    let given: Vec<f64> = numbers(task).into_iter().map(|(_, v)| v).collect();
+    let mut amounts = Vec::new();
+    let mut at = 0;
+    for (raw, v) in numbers(answer) {
+        let Some(i) = answer[at..].find(raw.as_str()).map(|i| at + i) else {
+            continue;
+        };
+        at = i + raw.len();
+        let year = !raw.contains(['.', ',']) && raw.len() == 4 && (1900.0..=2100.0).contains(&v);
+        if !year && !given.contains(&v) {
+            amounts.push((i, at));
+        }
+    }
+    let [(start, end)] = amounts.as_slice() else {
+        return None;
+    };
+    // The words after the number, lowercased, each with where it ends, `/` as a word of its
+    // own ("euros per night", "€/night"), up to the end of the clause.
+    let mut words: Vec<(String, usize)> = Vec::new();
+    let mut word = String::new();
+    for (i, c) in answer[*end..].char_indices() {
+        let i = end + i;
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+            continue;
+        }
+        if !word.is_empty() {
+            words.push((std::mem::take(&mut word), i));
+        }
+        if c == '/' {
+            words.push(("/".into(), i + 1));
+        }
+        if matches!(c, '.' | ',' | ';' | ':' | '(' | ')') || words.len() >= 5 {
+            break;
+        }
+    }
+    if !word.is_empty() {
+        words.push((word, answer.len()));
+    }
+    let unit_of = |w: &str| {
+        RATE_UNITS
+            .iter()
+            .find(|u| w == **u || w.strip_suffix('s') == Some(**u))
+            .copied()
+    };
+    // At most two words (a currency, "for") between the number and the rate word.
+    let (unit, until) = (0..words.len().min(3)).find_map(|k| {
+        let (w, _) = &words[k];
+        let (next, until) = words.get(k + 1)?;
+        let unit = unit_of(next)?;
+        (RATE_WORDS.contains(&w.as_str()) || w == "/").then_some((unit, *until))
+    })?;
+    // The task asks for no rate of this unit and names a span: words of its own, or an
+    // amount of the unit (`for 3 nights`).
+    let task_l = task.to_lowercase();
+    let of_unit = numbers(&task_l).iter().any(|(n, _)| {
+        task_l.match_indices(n.as_str()).any(|(i, _)| {
+            let next = task_l[i + n.len()..]
+                .trim_start()
+                .split(|c: char| !c.is_alphanumeric())
+                .next()
+                .unwrap_or("");
+            unit_of(next) == Some(unit)
+        })
+    });
+    let span = of_unit || SPAN_WORDS.iter().any(|w| holds_word(task, w));
+    if !span || task_l.contains(&format!("/{unit}")) {
+        return None;
+    }
+    Some((answer[*start..until].to_string(), unit.to_string()))
+}
+
+/// What the loop tells the model when its answer gives an amount per `unit` (`rate`) and the
+/// task asks for the whole amount.
+pub fn rate_message(rate: &str, unit: &str) -> String {
+    format!(
+        "[check: your answer gives an amount per {unit} ({rate}), but the task asks for the \
+         whole amount, not the amount for one {unit}. Find how many {unit}s it covers (from \
+         the task, the rows or the documents{dates}), multiply with the calculator, then give \
+         the final_answer with the total.]",
+        dates = if matches!(unit, "night" | "day") {
+            "; a stay's nights are the days from its arrival to its departure"
+        } else {
+            ""
+        }
+    )
+}
+
 /// The conditions of an sql result that found nothing through a value no row holds, as the
 /// sql tool notes them (`(no row of visit has reason = 'consultation'; the values of reason
 /// there are: …)`), each as `column = 'value'` with whether one of `told` (the task, earlier
@@ -983,6 +1116,80 @@ pub fn empty_result_message(conditions: &[(String, bool)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 19): "What will the dog cost?" on a June stay was answered with the
+    /// documents' rate, "20 euros per night".
+    #[test]
+    fn a_rate_answered_for_the_whole_of_a_stay_is_found() {
+        let dog = "Tomás Ruiz brings his dog on his June stay. What will the dog cost?";
+        assert_eq!(
+            rate_for_total(dog, "The dog will cost 20 euros per night."),
+            Some(("20 euros per night".into(), "night".into()))
+        );
+        let board = "How much would it cost to board Thor at the clinic for 3 nights?";
+        for (answer, rate, unit) in [
+            ("It costs 27 euros a night.", "27 euros a night", "night"),
+            ("Boarding is 27€/night", "27€/night", "night"),
+            (
+                "Thor's boarding costs 27 for each night",
+                "27 for each night",
+                "night",
+            ),
+        ] {
+            assert_eq!(
+                rate_for_total(board, answer),
+                Some((rate.to_string(), unit.to_string())),
+                "{answer}"
+            );
+        }
+        let total = "What did the guides cost in total for the trip?";
+        assert_eq!(
+            rate_for_total(total, "The guides cost 90 euros per day in 2025."),
+            Some(("90 euros per day".into(), "day".into()))
+        );
+    }
+
+    #[test]
+    fn a_rate_the_task_asks_for_or_an_answer_with_its_total_is_left_alone() {
+        let board = "How much would it cost to board Thor at the clinic for 3 nights?";
+        // The total beside the rate; the task's own 3 is no second amount.
+        assert_eq!(
+            rate_for_total(board, "At 32 euros per night, 3 nights cost 96 euros."),
+            None
+        );
+        assert_eq!(
+            rate_for_total(board, "It costs 96 euros for 3 nights."),
+            None
+        );
+        assert_eq!(rate_for_total(board, "It costs 96 euros."), None);
+        // Tasks that ask for a rate.
+        for task in [
+            "How much does it cost to hire an electric bicycle for a day?",
+            "What is the nightly rate of room 101 for my stay?",
+            "How much does a stay cost per night?",
+            "What do they charge each night of the stay?",
+        ] {
+            assert_eq!(
+                rate_for_total(task, "It costs 25 euros a day, 109 euros per night."),
+                None,
+                "{task}"
+            );
+            assert_eq!(
+                rate_for_total(task, "It costs 25 euros a day."),
+                None,
+                "{task}"
+            );
+        }
+        // No span named: "what does the dog cost" may ask the rate.
+        assert_eq!(
+            rate_for_total("What does a dog cost at the hotel?", "20 euros per night."),
+            None
+        );
+        // Not a unit of time, people or things, or no rate word.
+        let dog = "Tomás Ruiz brings his dog on his June stay. What will the dog cost?";
+        assert_eq!(rate_for_total(dog, "20 euros for the dog's basket."), None);
+        assert_eq!(rate_for_total(dog, "It costs 80 euros a stay."), None);
+    }
 
     #[test]
     fn conditions_that_found_nothing_say_whether_the_task_names_their_value() {

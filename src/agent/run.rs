@@ -118,6 +118,8 @@ struct Rounds {
     forbid_next: Vec<String>,
     /// Whether an answer was sent back for listing the amounts of a total the task asks for.
     total_checked: bool,
+    /// Whether an answer was sent back for giving a rate where the task asks for a whole.
+    rate_checked: bool,
     /// Whether an answer was sent back for resting on a query that gave only the value at
     /// the end of a comparison the task asks the row of.
     extreme_checked: bool,
@@ -564,6 +566,7 @@ impl<P: Policy> Agent<P> {
             again_checked: false,
             forbid_next: Vec::new(),
             total_checked: false,
+            rate_checked: false,
             extreme_checked: false,
             example,
             example_checked: false,
@@ -1307,6 +1310,15 @@ impl<P: Policy> Agent<P> {
                 let observation = super::evidence::listed_total_message(&amounts);
                 self.emit(run.start, EventKind::TotalCheck { round, amounts });
                 return Ok(self.send_back(run, st, done, "total_check", observation));
+            }
+        }
+        if self.options.evidence_check && !last_round && !st.rate_checked {
+            if let Some((rate, unit)) = super::evidence::rate_for_total(task, &answer) {
+                st.rate_checked = true;
+                st.must_call = true;
+                let observation = super::evidence::rate_message(&rate, &unit);
+                self.emit(run.start, EventKind::RateCheck { round, rate });
+                return Ok(self.send_back(run, st, done, "rate_check", observation));
             }
         }
         if self.options.evidence_check

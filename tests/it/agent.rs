@@ -1252,6 +1252,66 @@ fn a_total_answered_with_the_amounts_it_is_made_of_is_sent_back_once() {
     }
 }
 
+/// Regression (issue 19): "Tomás Ruiz brings his dog on his June stay. What will the dog
+/// cost?" was answered "20 euros per night", the documents' rate, with the stay's four nights
+/// in the rows shown. An answer that gives its amount per day or night where the task asks
+/// for the whole of a span is sent back once, to a round that must call a tool; the total,
+/// or a rate the task asks for, is not.
+#[test]
+fn a_rate_answered_where_the_task_asks_for_the_whole_is_sent_back_once() {
+    let task = "What does renting the Bell for 3 days cost, going by the products table?";
+    let query = json!({"query": "SELECT price FROM products WHERE name = 'Bell'"});
+    let pick = |k: &EventKind| match k {
+        EventKind::RateCheck { rate, .. } => Some(rate.clone()),
+        _ => None,
+    };
+    let (r, checked, allowed, text, _) = run_on_orders(
+        task,
+        vec![
+            step("sql", query.clone()),
+            answer("Renting the Bell costs 21 euros a day."),
+            calc("21 * 3"),
+            answer("Renting the Bell for 3 days costs 63 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("Renting the Bell for 3 days costs 63 euros.", 4)
+    );
+    assert_eq!(checked, ["21 euros a day"]);
+    assert!(
+        !allowed[2].contains(&"final_answer".to_string()),
+        "{allowed:?}"
+    );
+    assert!(
+        text.contains("gives an amount per day (21 euros a day)"),
+        "{text}"
+    );
+    for (task, steps) in [
+        (
+            task,
+            vec![
+                step("sql", query.clone()),
+                calc("21 * 3"),
+                answer("At 21 euros a day, renting the Bell for 3 days costs 63 euros."),
+            ],
+        ),
+        (
+            "What is the Bell's listed price per day?",
+            vec![
+                step("sql", query.clone()),
+                answer("The Bell costs 21 euros a day."),
+            ],
+        ),
+    ] {
+        let said = steps.last().unwrap()["args"]["answer"].clone();
+        let (r, checked, _, _, _) = run_on_orders(task, steps, pick);
+        assert!(checked.is_empty(), "{task}: {checked:?}");
+        assert_eq!(r.answer, said.as_str().unwrap());
+    }
+}
+
 /// Regression (issue 19): "What is the cheapest product?" was answered "the one with a price
 /// of 18.25 euros" from `SELECT MIN(price) FROM products`. A task asking which row is at one
 /// end, answered from a query of only the value there, is sent back once to a round that may
