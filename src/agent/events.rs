@@ -235,12 +235,14 @@ pub enum EventKind {
         /// The amounts, as written in the answer.
         amounts: Vec<String>,
     },
-    /// A final answer gave its amount per unit (`20 euros per night`) where the task asks
-    /// for the whole of a stay or total, and was sent back once to multiply it out.
+    /// A final answer gave its amount per unit (`20 euros per night`, a room's `Rate`) where
+    /// the task asks for the whole of a stay or total, and was sent back once to multiply it
+    /// out.
     RateCheck {
         /// The round.
         round: usize,
-        /// The rate, as written in the answer.
+        /// The rate, as written in the answer (`20 euros per night`), or the value and its
+        /// column (`249 (Rate)`).
         rate: String,
     },
     /// A later final answer gave again values an evidence check had sent back, still found in

@@ -948,15 +948,48 @@ const SPAN_WORDS: &[&str] = &[
     "all",
 ];
 
-/// When `answer` gives its one amount as a rate (`20 euros per night`, `12 euros a day`,
-/// `9 €/hour`) while `task` asks for the whole of a span: the task names one (`his June
-/// stay`, `for 3 nights`, `in total`) and asks for no rate (`per`, `each`, `rate`, `price`,
-/// `a night`). Returns the rate as the answer writes it and its unit. Numbers of the answer
-/// that the task gives, and years, are not amounts of the answer; an answer with a second
-/// amount may have worked out the total, and is left alone. Regression: "Tomás Ruiz brings
-/// his dog on his June stay. What will the dog cost?" was answered "20 euros per night" (the
-/// documents' rate), with the stay's four nights in the rows shown.
-pub fn rate_for_total(task: &str, answer: &str) -> Option<(String, String)> {
+/// An amount an answer gives for one unit of something, where the task asks for the whole.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rate {
+    /// Written as a rate: `20 euros per night`, and its unit (`night`).
+    Written {
+        /// The rate as the answer writes it.
+        rate: String,
+        /// Its unit, singular.
+        unit: String,
+    },
+    /// A value of a column of rates or prices in a table the model was shown (`Rate`,
+    /// `Unit Price`, `price_per_night`).
+    Column {
+        /// The value as the answer writes it.
+        value: String,
+        /// The column's name.
+        column: String,
+    },
+}
+
+impl Rate {
+    /// The rate as the trace shows it: `20 euros per night`, `249 (Rate)`.
+    pub fn shown(&self) -> String {
+        match self {
+            Rate::Written { rate, .. } => rate.clone(),
+            Rate::Column { value, column } => format!("{value} ({column})"),
+        }
+    }
+}
+
+/// When `answer` gives its one amount as a rate while `task` asks for the whole of a span:
+/// the task names one (`his June stay`, `for 3 nights`, `in total`) and asks for no rate
+/// (`per`, `each`, `rate`, `price`, `a night`). The amount is a rate when the answer writes it
+/// as one (`20 euros per night`, `12 euros a day`, `9 €/hour`), or else when it is a value of
+/// a column of rates or prices (`Rate`, `Unit Price`) in one of the tables of `seen` (the
+/// tools' results, the context before round 1). Numbers of the answer that the task gives,
+/// and years, are not amounts of the answer; an answer with a second amount may have worked
+/// out the total, and is left alone. Regressions: "Tomás Ruiz brings his dog on his June
+/// stay. What will the dog cost?" was answered "20 euros per night" (the documents' rate),
+/// and "How much was the room for Sara Conti's April stay?" with the room's `Rate`, 249, both
+/// with the stay's dates in the rows shown.
+pub fn rate_for_total(task: &str, answer: &str, seen: &[&str]) -> Option<Rate> {
     if ASKS_RATE.iter().any(|w| holds_word(task, w)) {
         return None;
     }
@@ -970,17 +1003,61 @@ pub fn rate_for_total(task: &str, answer: &str) -> Option<(String, String)> {
         at = i + raw.len();
         let year = !raw.contains(['.', ',']) && raw.len() == 4 && (1900.0..=2100.0).contains(&v);
         if !year && !given.contains(&v) {
-            amounts.push((i, at));
+            amounts.push((i, at, v));
         }
     }
-    let [(start, end)] = amounts.as_slice() else {
+    let [(start, end, value)] = amounts.as_slice() else {
         return None;
     };
+    // The task names a span: words of its own, or an amount of a unit (`for 3 nights`).
+    let task_l = task.to_lowercase();
+    let of_unit = |unit: Option<&str>| {
+        numbers(&task_l).iter().any(|(n, _)| {
+            task_l.match_indices(n.as_str()).any(|(i, _)| {
+                let next = task_l[i + n.len()..]
+                    .trim_start()
+                    .split(|c: char| !c.is_alphanumeric())
+                    .next()
+                    .unwrap_or("");
+                rate_unit(next).is_some_and(|u| unit.is_none_or(|w| w == u))
+            })
+        })
+    };
+    let span_words = SPAN_WORDS.iter().any(|w| holds_word(task, w));
+    if let Some((unit, until)) = written_rate(answer, *end) {
+        let span = span_words || of_unit(Some(unit));
+        return (span && !task_l.contains(&format!("/{unit}"))).then(|| Rate::Written {
+            rate: answer[*start..until].to_string(),
+            unit: unit.to_string(),
+        });
+    }
+    if !(span_words || of_unit(None)) {
+        return None;
+    }
+    let column = seen.iter().find_map(|t| rate_column(*value, t))?;
+    Some(Rate::Column {
+        value: answer[*start..*end].to_string(),
+        column,
+    })
+}
+
+/// [`RATE_UNITS`]' unit of `word` (singular or plural).
+fn rate_unit(word: &str) -> Option<&'static str> {
+    RATE_UNITS
+        .iter()
+        .find(|u| word == **u || word.strip_suffix('s') == Some(**u))
+        .copied()
+}
+
+/// The unit of a rate written right after the number that ends at `end` of `answer` (`euros
+/// per night`, `€/night`, `for each night`: at most two words before the rate word), and
+/// where the unit ends.
+fn written_rate(answer: &str, end: usize) -> Option<(&'static str, usize)> {
     // The words after the number, lowercased, each with where it ends, `/` as a word of its
-    // own ("euros per night", "€/night"), up to the end of the clause.
+    // own, up to the end of the clause.
     let mut words: Vec<(String, usize)> = Vec::new();
     let mut word = String::new();
-    for (i, c) in answer[*end..].char_indices() {
+    for (i, c) in answer[end..].char_indices() {
         let i = end + i;
         if c.is_alphanumeric() {
             word.extend(c.to_lowercase());
@@ -999,53 +1076,87 @@ pub fn rate_for_total(task: &str, answer: &str) -> Option<(String, String)> {
     if !word.is_empty() {
         words.push((word, answer.len()));
     }
-    let unit_of = |w: &str| {
-        RATE_UNITS
-            .iter()
-            .find(|u| w == **u || w.strip_suffix('s') == Some(**u))
-            .copied()
-    };
-    // At most two words (a currency, "for") between the number and the rate word.
-    let (unit, until) = (0..words.len().min(3)).find_map(|k| {
+    (0..words.len().min(3)).find_map(|k| {
         let (w, _) = &words[k];
         let (next, until) = words.get(k + 1)?;
-        let unit = unit_of(next)?;
+        let unit = rate_unit(next)?;
         (RATE_WORDS.contains(&w.as_str()) || w == "/").then_some((unit, *until))
-    })?;
-    // The task asks for no rate of this unit and names a span: words of its own, or an
-    // amount of the unit (`for 3 nights`).
-    let task_l = task.to_lowercase();
-    let of_unit = numbers(&task_l).iter().any(|(n, _)| {
-        task_l.match_indices(n.as_str()).any(|(i, _)| {
-            let next = task_l[i + n.len()..]
-                .trim_start()
-                .split(|c: char| !c.is_alphanumeric())
-                .next()
-                .unwrap_or("");
-            unit_of(next) == Some(unit)
-        })
-    });
-    let span = of_unit || SPAN_WORDS.iter().any(|w| holds_word(task, w));
-    if !span || task_l.contains(&format!("/{unit}")) {
-        return None;
-    }
-    Some((answer[*start..until].to_string(), unit.to_string()))
+    })
 }
 
-/// What the loop tells the model when its answer gives an amount per `unit` (`rate`) and the
-/// task asks for the whole amount.
-pub fn rate_message(rate: &str, unit: &str) -> String {
-    format!(
-        "[check: your answer gives an amount per {unit} ({rate}), but the task asks for the \
-         whole amount, not the amount for one {unit}. Find how many {unit}s it covers (from \
-         the task, the rows or the documents{dates}), multiply with the calculator, then give \
-         the final_answer with the total.]",
-        dates = if matches!(unit, "night" | "day") {
-            "; a stay's nights are the days from its arrival to its departure"
-        } else {
-            ""
+/// Words of a column's name that make its values rates or prices of one unit.
+const RATE_COLUMN_WORDS: &[&str] = &["rate", "price", "per", "tariff"];
+
+/// The name of a column of rates or prices (see [`RATE_COLUMN_WORDS`]; its name's words split
+/// at `_`, spaces and camel case: `UnitPrice`, `price_per_night`) in which a row of a table
+/// of `text` (a header line and rows of as many cells, ` | ` between them) holds `value`.
+fn rate_column(value: f64, text: &str) -> Option<String> {
+    let is_rate = |name: &str| {
+        let mut words: Vec<String> = Vec::new();
+        let mut prev_lower = false;
+        for c in name.chars() {
+            if !c.is_alphanumeric() {
+                prev_lower = false;
+                words.push(String::new());
+                continue;
+            }
+            if c.is_uppercase() && prev_lower || words.is_empty() {
+                words.push(String::new());
+            }
+            prev_lower = c.is_lowercase();
+            if let Some(w) = words.last_mut() {
+                w.extend(c.to_lowercase());
+            }
         }
-    )
+        words
+            .iter()
+            .any(|w| RATE_COLUMN_WORDS.contains(&w.as_str()))
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, head) in lines.iter().enumerate() {
+        let names: Vec<&str> = head.split(" | ").map(str::trim).collect();
+        if !names.iter().any(|n| is_rate(n)) {
+            continue;
+        }
+        for row in &lines[i + 1..] {
+            let cells: Vec<&str> = row.split(" | ").map(str::trim).collect();
+            if cells.len() != names.len() {
+                break;
+            }
+            let hit = names.iter().zip(&cells).find(|(n, c)| {
+                is_rate(n) && c.parse::<f64>().is_ok_and(|x| (x - value).abs() < 1e-9)
+            });
+            if let Some((n, _)) = hit {
+                return Some(n.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// What the loop tells the model when its answer gives a `rate` and the task asks for the
+/// whole amount.
+pub fn rate_message(rate: &Rate) -> String {
+    let dates = "; a stay's nights are the days from its arrival to its departure";
+    match rate {
+        Rate::Written { rate, unit } => format!(
+            "[check: your answer gives an amount per {unit} ({rate}), but the task asks for \
+             the whole amount, not the amount for one {unit}. Find how many {unit}s it covers \
+             (from the task, the rows or the documents{dates}), multiply with the calculator, \
+             then give the final_answer with the total.]",
+            dates = if matches!(unit.as_str(), "night" | "day") {
+                dates
+            } else {
+                ""
+            }
+        ),
+        Rate::Column { value, column } => format!(
+            "[check: your answer's {value} is a {column} of a row above, the amount for one \
+             night, item or person, but the task asks for the whole amount. Find how many it \
+             covers (from the task, the rows or the documents{dates}), multiply with the \
+             calculator, then give the final_answer with the total.]"
+        ),
+    }
 }
 
 /// The conditions of an sql result that found nothing through a value no row holds, as the
@@ -1117,51 +1228,97 @@ pub fn empty_result_message(conditions: &[(String, bool)]) -> String {
 mod tests {
     use super::*;
 
+    fn written(rate: &str, unit: &str) -> Rate {
+        Rate::Written {
+            rate: rate.into(),
+            unit: unit.into(),
+        }
+    }
+
     /// Regression (issue 19): "What will the dog cost?" on a June stay was answered with the
     /// documents' rate, "20 euros per night".
     #[test]
-    fn a_rate_answered_for_the_whole_of_a_stay_is_found() {
+    fn a_rate_written_for_the_whole_of_a_stay_is_found() {
         let dog = "Tomás Ruiz brings his dog on his June stay. What will the dog cost?";
         assert_eq!(
-            rate_for_total(dog, "The dog will cost 20 euros per night."),
-            Some(("20 euros per night".into(), "night".into()))
+            rate_for_total(dog, "The dog will cost 20 euros per night.", &[]),
+            Some(written("20 euros per night", "night"))
         );
         let board = "How much would it cost to board Thor at the clinic for 3 nights?";
-        for (answer, rate, unit) in [
-            ("It costs 27 euros a night.", "27 euros a night", "night"),
-            ("Boarding is 27€/night", "27€/night", "night"),
+        for (answer, rate) in [
+            ("It costs 27 euros a night.", "27 euros a night"),
+            ("Boarding is 27€/night", "27€/night"),
             (
                 "Thor's boarding costs 27 for each night",
                 "27 for each night",
-                "night",
             ),
         ] {
             assert_eq!(
-                rate_for_total(board, answer),
-                Some((rate.to_string(), unit.to_string())),
+                rate_for_total(board, answer, &[]),
+                Some(written(rate, "night")),
                 "{answer}"
             );
         }
         let total = "What did the guides cost in total for the trip?";
         assert_eq!(
-            rate_for_total(total, "The guides cost 90 euros per day in 2025."),
-            Some(("90 euros per day".into(), "day".into()))
+            rate_for_total(total, "The guides cost 90 euros per day in 2025.", &[]),
+            Some(written("90 euros per day", "day"))
+        );
+    }
+
+    /// Regression (issue 19): "How much was the room for Sara Conti's April stay, before any
+    /// discount?" was answered with the room's nightly `Rate`, 249 (it is 5 nights).
+    #[test]
+    fn a_value_of_a_rate_column_answered_for_the_whole_of_a_stay_is_found() {
+        let task = "How much was the room for Sara Conti's April stay, before any discount?";
+        let answer = "The room for Sara Conti's April stay, before any discount, was 249.";
+        let column = |c: &str| {
+            Some(Rate::Column {
+                value: "249".into(),
+                column: c.into(),
+            })
+        };
+        assert_eq!(rate_for_total(task, answer, &["Rate\n249"]), column("Rate"));
+        let rows = "RoomNo | Kind | Floor | Rate | SeaView\n401 | suite | 4 | 249 | 1";
+        assert_eq!(
+            rate_for_total(task, answer, &["passage", rows]),
+            column("Rate")
+        );
+        for name in ["UnitPrice", "price_per_night", "Unit Price", "DailyRate"] {
+            let t = format!("BookingId | {name}\n8 | 249");
+            assert_eq!(rate_for_total(task, answer, &[&t]), column(name), "{name}");
+        }
+        // A column of totals or counts, a value in another row's place, a number of a
+        // passage: no rate.
+        for t in [
+            "BookingId | Amount\n8 | 249",
+            "BookingId | Operator\n8 | 249",
+            "Rate | Total\n129 | 249",
+            "The suite's rate is 249 euros.",
+        ] {
+            assert_eq!(rate_for_total(task, answer, &[t]), None, "{t}");
+        }
+        // No span named, or a rate asked for.
+        let rows = ["Rate\n249"];
+        assert_eq!(rate_for_total("How much is room 401?", "249", &rows), None);
+        assert_eq!(
+            rate_for_total("What is the rate of room 401 for my stay?", "249", &rows),
+            None
         );
     }
 
     #[test]
     fn a_rate_the_task_asks_for_or_an_answer_with_its_total_is_left_alone() {
         let board = "How much would it cost to board Thor at the clinic for 3 nights?";
+        let rows = ["Service | Price\nboarding | 32"];
         // The total beside the rate; the task's own 3 is no second amount.
-        assert_eq!(
-            rate_for_total(board, "At 32 euros per night, 3 nights cost 96 euros."),
-            None
-        );
-        assert_eq!(
-            rate_for_total(board, "It costs 96 euros for 3 nights."),
-            None
-        );
-        assert_eq!(rate_for_total(board, "It costs 96 euros."), None);
+        for answer in [
+            "At 32 euros per night, 3 nights cost 96 euros.",
+            "It costs 96 euros for 3 nights.",
+            "It costs 96 euros.",
+        ] {
+            assert_eq!(rate_for_total(board, answer, &rows), None, "{answer}");
+        }
         // Tasks that ask for a rate.
         for task in [
             "How much does it cost to hire an electric bicycle for a day?",
@@ -1169,26 +1326,29 @@ mod tests {
             "How much does a stay cost per night?",
             "What do they charge each night of the stay?",
         ] {
-            assert_eq!(
-                rate_for_total(task, "It costs 25 euros a day, 109 euros per night."),
-                None,
-                "{task}"
-            );
-            assert_eq!(
-                rate_for_total(task, "It costs 25 euros a day."),
-                None,
-                "{task}"
-            );
+            for answer in [
+                "It costs 25 euros a day, 109 euros per night.",
+                "It costs 25 euros a day.",
+            ] {
+                assert_eq!(rate_for_total(task, answer, &[]), None, "{task}");
+            }
         }
         // No span named: "what does the dog cost" may ask the rate.
         assert_eq!(
-            rate_for_total("What does a dog cost at the hotel?", "20 euros per night."),
+            rate_for_total(
+                "What does a dog cost at the hotel?",
+                "20 euros per night.",
+                &[]
+            ),
             None
         );
         // Not a unit of time, people or things, or no rate word.
         let dog = "Tomás Ruiz brings his dog on his June stay. What will the dog cost?";
-        assert_eq!(rate_for_total(dog, "20 euros for the dog's basket."), None);
-        assert_eq!(rate_for_total(dog, "It costs 80 euros a stay."), None);
+        assert_eq!(
+            rate_for_total(dog, "20 euros for the dog's basket.", &[]),
+            None
+        );
+        assert_eq!(rate_for_total(dog, "It costs 80 euros a stay.", &[]), None);
     }
 
     #[test]

@@ -1313,10 +1313,22 @@ impl<P: Policy> Agent<P> {
             }
         }
         if self.options.evidence_check && !last_round && !st.rate_checked {
-            if let Some((rate, unit)) = super::evidence::rate_for_total(task, &answer) {
+            // What the model was shown: the context before round 1 and the tools' results.
+            let seen: Vec<&str> = st
+                .notes
+                .iter()
+                .map(String::as_str)
+                .chain(
+                    st.texts[st.plan_rounds..]
+                        .iter()
+                        .map(|r| r.observation.as_str()),
+                )
+                .collect();
+            if let Some(rate) = super::evidence::rate_for_total(task, &answer, &seen) {
                 st.rate_checked = true;
                 st.must_call = true;
-                let observation = super::evidence::rate_message(&rate, &unit);
+                let observation = super::evidence::rate_message(&rate);
+                let rate = rate.shown();
                 self.emit(run.start, EventKind::RateCheck { round, rate });
                 return Ok(self.send_back(run, st, done, "rate_check", observation));
             }

@@ -1254,9 +1254,9 @@ fn a_total_answered_with_the_amounts_it_is_made_of_is_sent_back_once() {
 
 /// Regression (issue 19): "Tomás Ruiz brings his dog on his June stay. What will the dog
 /// cost?" was answered "20 euros per night", the documents' rate, with the stay's four nights
-/// in the rows shown. An answer that gives its amount per day or night where the task asks
-/// for the whole of a span is sent back once, to a round that must call a tool; the total,
-/// or a rate the task asks for, is not.
+/// in the rows shown. An answer that gives its amount per day or night, or a value of a column
+/// of prices, where the task asks for the whole of a span is sent back once, to a round that
+/// must call a tool; the total, or a rate the task asks for, is not.
 #[test]
 fn a_rate_answered_where_the_task_asks_for_the_whole_is_sent_back_once() {
     let task = "What does renting the Bell for 3 days cost, going by the products table?";
@@ -1288,6 +1288,19 @@ fn a_rate_answered_where_the_task_asks_for_the_whole_is_sent_back_once() {
         text.contains("gives an amount per day (21 euros a day)"),
         "{text}"
     );
+    // The price of one day from the products table, with no rate written: its column says.
+    let (_, checked, _, text, _) = run_on_orders(
+        task,
+        vec![
+            step("sql", query.clone()),
+            answer("Renting the Bell costs 21 euros."),
+            calc("21 * 3"),
+            answer("Renting the Bell for 3 days costs 63 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(checked, ["21 (price)"]);
+    assert!(text.contains("your answer's 21 is a price of a row above"), "{text}");
     for (task, steps) in [
         (
             task,
