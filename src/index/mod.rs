@@ -503,8 +503,27 @@ pub fn query_words(query: &str) -> Vec<String> {
     out
 }
 
-/// How many non-empty lines a snippet shows.
+/// How many non-empty lines a snippet shows, before the lines that continue it.
 const SNIPPET_LINES: usize = 3;
+
+/// The most lines a snippet shows beyond [`SNIPPET_LINES`] because they continue it.
+const MAX_CONTINUED: usize = 2;
+
+/// Words that open a sentence about what the sentence before it named.
+const CONTINUING_WORDS: &[&str] = &[
+    "it", "its", "they", "their", "them", "this", "these", "those", "he", "she", "his", "her",
+];
+
+/// Whether `line` goes on about the line before it: it opens with a pronoun ("It is served
+/// …", "They close …", "This applies …").
+fn continues(line: &str) -> bool {
+    let first = line
+        .trim_start()
+        .split(|c: char| !c.is_alphabetic())
+        .next()
+        .unwrap_or("");
+    CONTINUING_WORDS.contains(&first.to_lowercase().as_str())
+}
 
 /// The stem a query word is matched by in a passage's lines: the word without a plural or
 /// tense ending, as the index's Porter stemmer matched it ("emergencies" finds "emergency",
@@ -584,7 +603,20 @@ fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
             at = i;
         }
     }
-    let picked: Vec<String> = window(at)
+    // A line right after the window that goes on about its last line's subject ("It is
+    // served from 07:00 to 10:30, on Sundays until 11:30." after "Breakfast costs …") is
+    // part of what the window says. Regression: a search for "breakfast" showed the price of
+    // breakfast and cut off the line with its hours, and the model answered that breakfast
+    // is not served on Sundays.
+    let mut shown = window(at);
+    while shown.len() < SNIPPET_LINES + MAX_CONTINUED {
+        let next = shown.last().map_or(lines.len(), |&l| l + 1);
+        match lines.get(next) {
+            Some(l) if continues(l) => shown.push(next),
+            _ => break,
+        }
+    }
+    let picked: Vec<String> = shown
         .into_iter()
         .map(|i| {
             let t = lines[i].trim_end();

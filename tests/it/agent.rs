@@ -1300,7 +1300,10 @@ fn a_rate_answered_where_the_task_asks_for_the_whole_is_sent_back_once() {
         pick,
     );
     assert_eq!(checked, ["21 (price)"]);
-    assert!(text.contains("your answer's 21 is a price of a row above"), "{text}");
+    assert!(
+        text.contains("your answer's 21 is a price of a row above"),
+        "{text}"
+    );
     for (task, steps) in [
         (
             task,

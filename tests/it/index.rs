@@ -112,6 +112,47 @@ fn a_snippet_shows_the_lines_with_the_rare_words_of_the_query() {
     );
 }
 
+/// Regression (issue 19): a search for "breakfast" showed the three lines naming breakfast
+/// and cut off the next, "It is served from 07:00 to 10:30, on Sundays until 11:30.", and the
+/// model answered that breakfast is not served on Sundays. A line that opens with a pronoun
+/// goes on about the line before it, and is shown with it (two such lines at most); a line
+/// after a blank one, or one that opens otherwise, is not.
+#[test]
+fn a_snippet_keeps_the_lines_that_go_on_about_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("meals.md"),
+        "# Breakfast and the restaurant\nBreakfast is not included in the room rate.\n\
+         Breakfast costs 18 euros per adult.\nIt is served from 07:00 to 10:30, on Sundays until 11:30.\n\
+         They also serve tea.\nIts menu changes weekly.\nDinner is from 18:00.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("rooms.md"),
+        "Rooms have a kettle.\nCheck-out is at 11:00.\nLate check-out costs 20 euros.\n\nIt is free for members.\n",
+    )
+    .unwrap();
+    let mut idx = Index::open_or_create(&dir.path().join("idx.sqlite")).unwrap();
+    idx.update(std::slice::from_ref(&root)).unwrap();
+    let hits = idx.search("breakfast", 5).unwrap();
+    let meals = hits.iter().find(|h| h.path.ends_with("meals.md")).unwrap();
+    assert_eq!(
+        meals.snippet,
+        "# Breakfast and the restaurant\nBreakfast is not included in the room rate.\n\
+         Breakfast costs 18 euros per adult.\nIt is served from 07:00 to 10:30, on Sundays until 11:30.\n\
+         They also serve tea.",
+        "{hits:?}"
+    );
+    let hits = idx.search("kettle", 5).unwrap();
+    assert_eq!(
+        hits[0].snippet,
+        "Rooms have a kettle.\nCheck-out is at 11:00.\nLate check-out costs 20 euros.",
+        "{hits:?}"
+    );
+}
+
 #[test]
 fn updates_are_incremental() {
     let dir = tempfile::tempdir().unwrap();
