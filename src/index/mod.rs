@@ -553,10 +553,13 @@ fn holds(low: &str, stem: &str) -> bool {
     })
 }
 
-/// The lines of a chunk shown for a hit, and their offset in it: the [`SNIPPET_LINES`]
-/// non-empty lines, starting at a line that holds a query word, whose distinct query words
-/// weigh the most together (`weights`, one per word: rare words weigh more). Ties go to the
-/// window whose first line weighs more, then to the first. Before, the snippet started at
+/// The lines of a chunk shown for a hit, and the offset of the first in it: the
+/// [`SNIPPET_LINES`] non-empty lines, starting at a line that holds a query word, whose
+/// distinct query words weigh the most together (`weights`, one per word: rare words weigh
+/// more). Ties go to the window whose first line weighs more, then to the first. A second
+/// such window joins it when the query words the first lacks weigh at least half as much
+/// (`…` marks lines left out between them), and lines that go on about the last one follow
+/// ([`continues`]). Before, the snippet started at
 /// the line holding the most query words, each counted alike, and a line of two words common
 /// in the documents ("clinic", "closed") won over one of two rare ones; a plural in the query
 /// ("emergencies") did not find its singular in a line.
@@ -583,24 +586,50 @@ fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
             .take(SNIPPET_LINES)
             .collect()
     };
-    let mut at = 0;
-    let mut best = (0.0, 0.0);
-    for i in 0..lines.len() {
-        let first = weight(&found[i]);
-        if first == 0.0 {
-            continue;
-        }
+    let covered = |at: usize| -> Vec<bool> {
         let mut any = vec![false; stems.len()];
-        for j in window(i) {
+        for j in window(at) {
             for (a, f) in any.iter_mut().zip(&found[j]) {
                 *a |= *f;
             }
         }
-        let score = (weight(&any), first);
-        if score.0 > best.0 + 1e-9 || ((score.0 - best.0).abs() <= 1e-9 && score.1 > best.1 + 1e-9)
-        {
-            best = score;
-            at = i;
+        any
+    };
+    // The best window among those that start at a line holding a word of `new` (every word,
+    // then the words the first window lacks), scored by the weight of the words of `new` it
+    // holds, then of those its first line holds.
+    let best_window = |new: &[bool]| -> Option<(usize, f64)> {
+        let only =
+            |has: &[bool]| -> Vec<bool> { has.iter().zip(new).map(|(h, n)| *h && *n).collect() };
+        let mut best: Option<(usize, (f64, f64))> = None;
+        for (i, has) in found.iter().enumerate() {
+            let first = weight(&only(has));
+            if first == 0.0 {
+                continue;
+            }
+            let score = (weight(&only(&covered(i))), first);
+            let better = best.is_none_or(|(_, b)| {
+                score.0 > b.0 + 1e-9 || ((score.0 - b.0).abs() <= 1e-9 && score.1 > b.1 + 1e-9)
+            });
+            if better {
+                best = Some((i, score));
+            }
+        }
+        best.map(|(i, (w, _))| (i, w))
+    };
+    let all = vec![true; stems.len()];
+    let (at, first_weight) = best_window(&all).unwrap_or((0, 0.0));
+    let mut shown = window(at);
+    // A second window for the query's words the first lacks, when they weigh at least half
+    // as much as the first's: "Which number should I call for an emergency when the clinic is
+    // closed?" placed the window on "The clinic is closed on Sundays…" and its two lines
+    // after, and left out "Outside opening hours, call the emergency line 030-555-0199."
+    let lacking: Vec<bool> = covered(at).iter().map(|c| !c).collect();
+    if let Some((j, w)) = best_window(&lacking) {
+        if w >= first_weight / 2.0 {
+            shown.extend(window(j));
+            shown.sort_unstable();
+            shown.dedup();
         }
     }
     // A line right after the window that goes on about its last line's subject ("It is
@@ -608,26 +637,33 @@ fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
     // part of what the window says. Regression: a search for "breakfast" showed the price of
     // breakfast and cut off the line with its hours, and the model answered that breakfast
     // is not served on Sundays.
-    let mut shown = window(at);
-    while shown.len() < SNIPPET_LINES + MAX_CONTINUED {
+    let limit = shown.len() + MAX_CONTINUED;
+    while shown.len() < limit {
         let next = shown.last().map_or(lines.len(), |&l| l + 1);
         match lines.get(next) {
             Some(l) if continues(l) => shown.push(next),
             _ => break,
         }
     }
-    let picked: Vec<String> = shown
-        .into_iter()
-        .map(|i| {
-            let t = lines[i].trim_end();
-            if t.chars().count() > 160 {
-                let cut: String = t.chars().take(160).collect();
-                format!("{cut}…")
-            } else {
-                t.to_string()
-            }
-        })
-        .collect();
+    let at = shown.first().copied().unwrap_or(0);
+    // Lines left out between two shown ones are marked.
+    let mut picked: Vec<String> = Vec::new();
+    for (k, &i) in shown.iter().enumerate() {
+        if k > 0
+            && lines[shown[k - 1] + 1..i]
+                .iter()
+                .any(|l| !l.trim().is_empty())
+        {
+            picked.push("…".to_string());
+        }
+        let t = lines[i].trim_end();
+        picked.push(if t.chars().count() > 160 {
+            let cut: String = t.chars().take(160).collect();
+            format!("{cut}…")
+        } else {
+            t.to_string()
+        });
+    }
     (at, picked.join("\n"))
 }
 
