@@ -245,6 +245,17 @@ pub enum EventKind {
         /// column (`249 (Rate)`).
         rate: String,
     },
+    /// A final answer to a task asking how many days gave a count that is not the days
+    /// between two dates of a row shown, with no call that worked with dates, and was sent
+    /// back once to compute it.
+    DaysCheck {
+        /// The round.
+        round: usize,
+        /// The answer's count, as written.
+        count: String,
+        /// The dates of the row.
+        dates: Vec<String>,
+    },
     /// A later final answer gave again values an evidence check had sent back, still found in
     /// no result, and was sent back once more with the last tool result quoted.
     AgainCheck {

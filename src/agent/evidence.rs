@@ -1159,6 +1159,116 @@ pub fn rate_message(rate: &Rate) -> String {
     }
 }
 
+/// Units a task may ask a count of days in.
+const DAY_UNITS: &[&str] = &["day", "days", "night", "nights"];
+
+/// The dates (`YYYY-MM-DD`, days of the calendar) written in `line`, as the calculator's day
+/// numbers, with their text.
+fn line_dates(line: &str) -> Vec<(i64, String)> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts = i == 0 || !chars[i - 1].is_alphanumeric();
+        if let (true, Some((Some(n), len))) =
+            (starts, crate::tools::calculator::date_at(&chars[i..]))
+        {
+            out.push((n, chars[i..i + len].iter().collect()));
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// When `task` asks how many days (or nights) something took, `answer` gives one count of
+/// days that is not the days between two dates of one row shown (a row of `seen`, the tools'
+/// results and the context before round 1, apart from sample rows of a larger table), and no
+/// call worked with dates (`used_dates`): the count came from elsewhere, most often a
+/// document's rule. Returns the answer's count and the first such row's dates. A task asking
+/// for a total is left alone (a sum of several rows' days is no difference of one row's
+/// dates). Regression: "How many days did order 10277 take to ship?" was answered "12 working
+/// days", a shipper's delivery time from the documents, with the order's dates 2025-12-28
+/// and 2026-01-06 in the rows shown (9 days).
+pub fn days_not_between(
+    task: &str,
+    answer: &str,
+    seen: &[&str],
+    used_dates: bool,
+) -> Option<(String, Vec<String>)> {
+    let asks = (holds_word(task, "how many") || holds_word(task, "how long"))
+        && DAY_UNITS.iter().any(|u| holds_word(task, u));
+    if !asks || used_dates || TOTAL_WORDS.iter().any(|w| holds_word(task, w)) {
+        return None;
+    }
+    let given: Vec<f64> = numbers(task).into_iter().map(|(_, v)| v).collect();
+    let amounts: Vec<(String, f64)> = numbers(answer)
+        .into_iter()
+        .filter(|(_, v)| !given.contains(v))
+        .collect();
+    let [(raw, count)] = amounts.as_slice() else {
+        return None;
+    };
+    // The count is one of days: "12 days", "12 working days".
+    let after = answer[answer.find(raw.as_str())? + raw.len()..].to_lowercase();
+    let unit = after
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(2)
+        .any(|w| DAY_UNITS.contains(&w));
+    if !unit {
+        return None;
+    }
+    let mut rows: Vec<Vec<(i64, String)>> = Vec::new();
+    for text in seen {
+        let mut sample = false;
+        for line in text.lines() {
+            if line.starts_with("-- ") {
+                sample = line.ends_with(PARTIAL_SAMPLE);
+                continue;
+            }
+            let dates = line_dates(line);
+            if !sample && dates.len() >= 2 {
+                rows.push(dates);
+            }
+        }
+    }
+    let between = |r: &Vec<(i64, String)>| {
+        r.iter().enumerate().any(|(i, a)| {
+            r[i + 1..]
+                .iter()
+                .any(|b| ((a.0 - b.0).abs() as f64 - count).abs() < 1e-9)
+        })
+    };
+    if rows.is_empty() || rows.iter().any(between) {
+        return None;
+    }
+    Some((
+        raw.clone(),
+        rows[0].iter().map(|(_, t)| t.clone()).collect(),
+    ))
+}
+
+/// Whether a call's arguments work with dates: two dates (a difference for the calculator)
+/// or SQLite's `julianday`.
+pub fn works_with_dates(args: &str) -> bool {
+    line_dates(args).len() >= 2 || args.to_lowercase().contains("julianday")
+}
+
+/// What the loop tells the model when its answer's `count` of days is not the days between
+/// the `dates` of a row it was shown.
+pub fn days_message(count: &str, dates: &[String]) -> String {
+    let (first, last) = (&dates[0], &dates[dates.len() - 1]);
+    format!(
+        "[check: the task asks how many days, and a row above holds the dates {}; your \
+         answer's {count} is not the days between any two of them. If the task asks for the \
+         time between two of these dates, compute it with the calculator ({last} - {first} \
+         gives the days from {first} to {last}), then give the final_answer with it.]",
+        dates.join(", ")
+    )
+}
+
 /// The conditions of an sql result that found nothing through a value no row holds, as the
 /// sql tool notes them (`(no row of visit has reason = 'consultation'; the values of reason
 /// there are: …)`), each as `column = 'value'` with whether one of `told` (the task, earlier
@@ -1305,6 +1415,91 @@ mod tests {
             rate_for_total("What is the rate of room 401 for my stay?", "249", &rows),
             None
         );
+    }
+
+    /// Regression (issue 19): "How many days did order 10277 take to ship?" was answered with
+    /// a shipper's delivery time from the documents, "12 working days"; the order's row,
+    /// shown before round 1, holds 2025-12-28 and 2026-01-06 (9 days).
+    #[test]
+    fn a_count_of_days_no_two_dates_of_a_row_give_is_found() {
+        let task = "How many days did order 10277 take to ship?";
+        let shown = "-- \"Order\": the row whose Order ID is 10277\n\
+                     Order ID | Order Date | Shipped Date | Ship Via\n\
+                     10277 | 2025-12-28 | 2026-01-06 | Speedy Express";
+        let dates = vec!["2025-12-28".to_string(), "2026-01-06".to_string()];
+        assert_eq!(
+            days_not_between(
+                task,
+                "Order 10277 took 12 working days to ship.",
+                &[shown],
+                false
+            ),
+            Some(("12".into(), dates.clone()))
+        );
+        let message = days_message("12", &dates);
+        assert!(
+            message.contains("(2026-01-06 - 2025-12-28 gives"),
+            "{message}"
+        );
+        // The days between the dates, or the count worked out with dates: no check.
+        for answer in ["It took 9 days.", "Order 10277 took 9 days to ship."] {
+            assert_eq!(days_not_between(task, answer, &[shown], false), None);
+        }
+        assert_eq!(
+            days_not_between(task, "It took 12 days.", &[shown], true),
+            None
+        );
+    }
+
+    #[test]
+    fn a_count_of_days_without_dates_to_take_it_from_is_left_alone() {
+        let shown = "-- \"Order\": the row whose Order ID is 10277\n\
+                     Order ID | Order Date | Shipped Date\n10277 | 2025-12-28 | 2026-01-06";
+        // A total of several rows' days, a question not of days, an answer not of days.
+        for (task, answer) in [
+            (
+                "How many nights did Greta stay in total?",
+                "She stayed 12 nights.",
+            ),
+            (
+                "When did order 10277 ship?",
+                "It shipped 12 days after 2025-12-28.",
+            ),
+            (
+                "How many days did order 10277 take to ship?",
+                "Order 10277 took 12.",
+            ),
+        ] {
+            assert_eq!(
+                days_not_between(task, answer, &[shown], false),
+                None,
+                "{task}"
+            );
+        }
+        // Dates only in sample rows of a larger table, one date a row, or none.
+        let task = "How many days can unopened goods be returned?";
+        let sample = "-- \"Order\": 3 of its 40 rows (query for the others)\n\
+                      Order ID | Order Date | Shipped Date\n10248 | 2025-07-04 | 2025-07-16";
+        for seen in [
+            sample,
+            "Order ID | Order Date\n10248 | 2025-07-04",
+            "Returns: 21 days.",
+        ] {
+            assert_eq!(
+                days_not_between(task, "Within 21 days.", &[seen], false),
+                None,
+                "{seen}"
+            );
+        }
+        assert!(works_with_dates(
+            r#"{"expression":"2026-01-06 - 2025-12-28"}"#
+        ));
+        assert!(works_with_dates(
+            "SELECT julianday(shipped) - JULIANDAY(placed) FROM o"
+        ));
+        assert!(!works_with_dates(
+            "SELECT * FROM o WHERE placed = '2025-12-28'"
+        ));
     }
 
     #[test]

@@ -120,6 +120,8 @@ struct Rounds {
     total_checked: bool,
     /// Whether an answer was sent back for giving a rate where the task asks for a whole.
     rate_checked: bool,
+    /// Whether an answer was sent back for a count of days that no two dates shown give.
+    days_checked: bool,
     /// Whether an answer was sent back for resting on a query that gave only the value at
     /// the end of a comparison the task asks the row of.
     extreme_checked: bool,
@@ -567,6 +569,7 @@ impl<P: Policy> Agent<P> {
             forbid_next: Vec::new(),
             total_checked: false,
             rate_checked: false,
+            days_checked: false,
             extreme_checked: false,
             example,
             example_checked: false,
@@ -1331,6 +1334,41 @@ impl<P: Policy> Agent<P> {
                 let rate = rate.shown();
                 self.emit(run.start, EventKind::RateCheck { round, rate });
                 return Ok(self.send_back(run, st, done, "rate_check", observation));
+            }
+        }
+        if self.options.evidence_check && !last_round && !st.days_checked {
+            // A reasoning, a calculation over two dates or a query of `julianday` worked the
+            // days out; the check is for a count taken from somewhere else.
+            let used_dates = reasoned
+                || steps.iter().flatten().any(|s| {
+                    s["action"] != FINAL_ANSWER
+                        && super::evidence::works_with_dates(&s["args"].to_string())
+                });
+            let seen: Vec<&str> = st
+                .notes
+                .iter()
+                .map(String::as_str)
+                .chain(
+                    st.texts[st.plan_rounds..]
+                        .iter()
+                        .map(|r| r.observation.as_str()),
+                )
+                .collect();
+            if let Some((count, dates)) =
+                super::evidence::days_not_between(task, &answer, &seen, used_dates)
+            {
+                st.days_checked = true;
+                st.must_call = true;
+                let observation = super::evidence::days_message(&count, &dates);
+                self.emit(
+                    run.start,
+                    EventKind::DaysCheck {
+                        round,
+                        count,
+                        dates,
+                    },
+                );
+                return Ok(self.send_back(run, st, done, "days_check", observation));
             }
         }
         if self.options.evidence_check

@@ -707,7 +707,7 @@ fn lex(expr: &str) -> Result<Vec<Token>, CalcError> {
 /// When `chars` begins with a date `YYYY-MM-DD` (four digits, two, two, not followed by a
 /// digit or a decimal point): its day number, `None` when it is no day of the calendar
 /// (`2025-02-30`), and its length.
-fn date_at(chars: &[char]) -> Option<(Option<i64>, usize)> {
+pub(crate) fn date_at(chars: &[char]) -> Option<(Option<i64>, usize)> {
     let digits = |r: std::ops::Range<usize>| -> Option<i64> {
         let part = chars.get(r)?;
         part.iter().all(char::is_ascii_digit).then(|| {

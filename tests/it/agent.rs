@@ -1328,6 +1328,74 @@ fn a_rate_answered_where_the_task_asks_for_the_whole_is_sent_back_once() {
     }
 }
 
+/// Regression (issue 19): "How many days did order 10277 take to ship?" was answered "12
+/// working days", a shipper's delivery time from the documents, with the order's two dates in
+/// the rows shown (9 days apart). A count of days that no two dates of a row shown give, when
+/// no call worked with dates, is sent back once to a round that must call a tool; the count
+/// the dates give is not.
+#[test]
+fn a_count_of_days_the_dates_shown_do_not_give_is_sent_back_once() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ships.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE shipments (id INTEGER PRIMARY KEY, placed TEXT, shipped TEXT);
+             INSERT INTO shipments VALUES (1, '2025-03-02', '2025-03-11'), (2, '2025-03-05', '2025-03-07');",
+        )
+        .unwrap();
+    let task = "How many days did shipment 1 take to ship?";
+    let query = json!({"query": "SELECT placed, shipped FROM shipments WHERE id = 1"});
+    let run = |steps: Vec<Value>| {
+        let (mut a, events) = agent(
+            steps,
+            registry(vec![Arc::new(
+                SqlTool::open(&db, SqlOptions::default()).unwrap(),
+            )]),
+            AgentOptions::default(),
+        );
+        let r = a.run_task(task, None);
+        let checked: Vec<(String, Vec<String>)> = events
+            .kinds()
+            .into_iter()
+            .filter_map(|k| match k {
+                EventKind::DaysCheck { count, dates, .. } => Some((count, dates)),
+                _ => None,
+            })
+            .collect();
+        (r, checked, last_prompt_text(a.policy()))
+    };
+    let (r, checked, text) = run(vec![
+        step("sql", query.clone()),
+        answer("Shipment 1 took 12 working days to ship."),
+        calc("2025-03-11 - 2025-03-02"),
+        answer("Shipment 1 took 9 days to ship."),
+    ]);
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("Shipment 1 took 9 days to ship.", 4)
+    );
+    assert_eq!(
+        checked,
+        [(
+            "12".to_string(),
+            vec!["2025-03-02".to_string(), "2025-03-11".to_string()]
+        )]
+    );
+    assert!(
+        text.contains("your answer's 12 is not the days between"),
+        "{text}"
+    );
+    // The days the dates give, worked out in the head: not this check's (the evidence check
+    // asks for the calculation).
+    let (_, checked, _) = run(vec![
+        step("sql", query.clone()),
+        answer("Shipment 1 took 9 days to ship."),
+    ]);
+    assert!(checked.is_empty(), "{checked:?}");
+}
+
 /// Regression (issue 19): "What is the cheapest product?" was answered "the one with a price
 /// of 18.25 euros" from `SELECT MIN(price) FROM products`. A task asking which row is at one
 /// end, answered from a query of only the value there, is sent back once to a round that may
