@@ -256,6 +256,16 @@ pub enum EventKind {
         /// The dates of the row.
         dates: Vec<String>,
     },
+    /// A final answer gave, for a name a search said no passage holds, a value found only in
+    /// that search's passages, and was sent back once.
+    AnotherCheck {
+        /// The round.
+        round: usize,
+        /// The value, as written in the answer.
+        value: String,
+        /// The name.
+        name: String,
+    },
     /// A later final answer gave again values an evidence check had sent back, still found in
     /// no result, and was sent back once more with the last tool result quoted.
     AgainCheck {

@@ -10,6 +10,7 @@
 //! ([`selects_only_extremes`]); and the message for an answer that gives again what was sent
 //! back ([`again_message`]).
 
+use crate::tools::search::{CONTEXT_HEADING, NO_PASSAGE_HOLDS};
 use crate::tools::sql::PARTIAL_SAMPLE;
 
 /// The numbers written in `text`: runs of digits with an optional sign, thousands commas
@@ -1269,6 +1270,62 @@ pub fn days_message(count: &str, dates: &[String]) -> String {
     )
 }
 
+/// When `answer` names one of the names a search said no passage of its result holds, and
+/// gives a value (a word with a digit or an `@`: an email, a phone number, an amount) found
+/// in that result and in none of `elsewhere` (the task, the context, the other results; the
+/// passages shown before round 1 ([`CONTEXT_HEADING`]) only when they hold the name): the
+/// value belongs to what the passage is about, not to the name. Returns the value and the
+/// name. `searches` are the search results, each with the search's note naming what no
+/// passage holds ([`NO_PASSAGE_HOLDS`]). Regression: asked for Hugo Lambert's email, the
+/// 1.5B model searched the documents for "Hugo Lambert email", was told no passage holds
+/// "Hugo Lambert", and answered with the library's own address; his row, with his email, had
+/// been shown before round 1.
+pub fn value_of_another(
+    answer: &str,
+    searches: &[&str],
+    elsewhere: &[&str],
+) -> Option<(String, String)> {
+    for result in searches {
+        let Some(note) = result
+            .lines()
+            .find_map(|l| l.strip_prefix('(')?.strip_prefix(NO_PASSAGE_HOLDS))
+        else {
+            continue;
+        };
+        let names: Vec<&str> = note.split('"').skip(1).step_by(2).collect();
+        let Some(name) = names.into_iter().find(|n| holds_word(answer, n)) else {
+            continue;
+        };
+        let value = answer
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|w| {
+                w.chars().count() >= 4 && w.contains(|c: char| c.is_ascii_digit() || c == '@')
+            })
+            .find(|w| {
+                holds_word(result, w)
+                    && !elsewhere.iter().any(|e| {
+                        holds_word(e, w) && (!e.starts_with(CONTEXT_HEADING) || holds_word(e, name))
+                    })
+            });
+        if let Some(value) = value {
+            return Some((value.to_string(), name.to_string()));
+        }
+    }
+    None
+}
+
+/// What the loop tells the model when its answer gives `value` for `name` from a passage
+/// that does not mention the name.
+pub fn another_message(value: &str, name: &str) -> String {
+    format!(
+        "[check: your answer gives {value} for {name}, but it comes from a passage that does \
+         not mention {name} (the search said so): it belongs to what that passage is about. \
+         Find what belongs to {name} (the rows above that hold the name, or a query of the \
+         database), then give the final_answer with it.]"
+    )
+}
+
 /// The conditions of an sql result that found nothing through a value no row holds, as the
 /// sql tool notes them (`(no row of visit has reason = 'consultation'; the values of reason
 /// there are: …)`), each as `column = 'value'` with whether one of `told` (the task, earlier
@@ -1500,6 +1557,48 @@ mod tests {
         assert!(!works_with_dates(
             "SELECT * FROM o WHERE placed = '2025-12-28'"
         ));
+    }
+
+    /// Regression (issue 19): asked for Hugo Lambert's email, the model searched for "Hugo
+    /// Lambert email", was told no passage holds "Hugo Lambert", and answered with the
+    /// library's own address.
+    #[test]
+    fn a_value_from_a_passage_about_something_else_is_found() {
+        let search = "membership.md:7\n  Questions about membership: membership@townlibrary.example.\n\
+                      (no passage shown holds \"Hugo Lambert\": these match the query's other words)";
+        let rows =
+            "member_no | first_nm | last_nm | email\n1016 | Hugo | Lambert | hugo.l@post.example";
+        let task = "What is his email address?";
+        let wrong = "Hugo Lambert's email address is membership@townlibrary.example.";
+        assert_eq!(
+            value_of_another(wrong, &[search], &[task, rows]),
+            Some((
+                "membership@townlibrary.example".into(),
+                "Hugo Lambert".into()
+            ))
+        );
+        // His own value, a value shown elsewhere too, an answer not naming him, a search
+        // whose passages hold the name: no check.
+        let right = "Hugo Lambert's email address is hugo.l@post.example.";
+        assert_eq!(value_of_another(right, &[search], &[task, rows]), None);
+        let elsewhere = [task, rows, "Write to membership@townlibrary.example."];
+        assert_eq!(value_of_another(wrong, &[search], &elsewhere), None);
+        // The same passage shown before round 1 is no other source, unless it names him.
+        let before =
+            format!("{CONTEXT_HEADING} (…):\nmembership.md:7\n  membership@townlibrary.example");
+        assert!(value_of_another(wrong, &[search], &[task, rows, &before]).is_some());
+        let named = format!("{before}\n  Hugo Lambert");
+        assert_eq!(
+            value_of_another(wrong, &[search], &[task, rows, &named]),
+            None
+        );
+        let unnamed = "The email address is membership@townlibrary.example.";
+        assert_eq!(value_of_another(unnamed, &[search], &[task, rows]), None);
+        let holds = "members.md:3\n  Hugo Lambert: membership@townlibrary.example.";
+        assert_eq!(value_of_another(wrong, &[holds], &[task, rows]), None);
+        // Words without a digit or an @ are no values here.
+        let word = "Hugo Lambert's email is on the membership form.";
+        assert_eq!(value_of_another(word, &[search], &[task]), None);
     }
 
     #[test]

@@ -122,6 +122,8 @@ struct Rounds {
     rate_checked: bool,
     /// Whether an answer was sent back for a count of days that no two dates shown give.
     days_checked: bool,
+    /// Whether an answer was sent back for a value from a passage about something else.
+    another_checked: bool,
     /// Whether an answer was sent back for resting on a query that gave only the value at
     /// the end of a comparison the task asks the row of.
     extreme_checked: bool,
@@ -570,6 +572,7 @@ impl<P: Policy> Agent<P> {
             total_checked: false,
             rate_checked: false,
             days_checked: false,
+            another_checked: false,
             extreme_checked: false,
             example,
             example_checked: false,
@@ -1369,6 +1372,34 @@ impl<P: Policy> Agent<P> {
                     },
                 );
                 return Ok(self.send_back(run, st, done, "days_check", observation));
+            }
+        }
+        if self.options.evidence_check && !last_round && !st.another_checked {
+            // Search results, and everything else the model was told.
+            let (mut searches, mut elsewhere): (Vec<&str>, Vec<&str>) = (Vec::new(), vec![task]);
+            for (r, s) in st.texts[st.plan_rounds..].iter().zip(&steps) {
+                if s.as_ref()
+                    .is_some_and(|v| v["action"] == crate::tools::search::NAME)
+                {
+                    searches.push(r.observation.as_str());
+                } else {
+                    elsewhere.push(r.observation.as_str());
+                }
+            }
+            elsewhere.extend(st.notes.iter().map(String::as_str));
+            elsewhere.extend(ctx.facts.iter().map(String::as_str));
+            elsewhere.extend(
+                ctx.history
+                    .iter()
+                    .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
+            );
+            if let Some((value, name)) =
+                super::evidence::value_of_another(&answer, &searches, &elsewhere)
+            {
+                st.another_checked = true;
+                let observation = super::evidence::another_message(&value, &name);
+                self.emit(run.start, EventKind::AnotherCheck { round, value, name });
+                return Ok(self.send_back(run, st, done, "another_check", observation));
             }
         }
         if self.options.evidence_check

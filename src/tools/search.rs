@@ -11,6 +11,17 @@ use serde_json::Value;
 use super::{parse_args, schema_of, Observation, Tool, ToolError};
 use crate::index::{Index, IndexError};
 
+/// The tool's name.
+pub const NAME: &str = "search";
+
+/// How the passages shown before a task's first round are headed.
+pub const CONTEXT_HEADING: &str =
+    "Passages of the user's documents that share words with this task";
+
+/// How the note after a search's passages begins when no passage holds a name the query
+/// writes; the names follow, quoted.
+pub const NO_PASSAGE_HOLDS: &str = "no passage shown holds";
+
 /// How many results `search` returns when `top_k` is not given.
 pub const DEFAULT_TOP_K: usize = 5;
 
@@ -133,7 +144,7 @@ impl SearchTool {
             .collect();
         if !missing.is_empty() {
             out.push_str(&format!(
-                "\n(no passage shown holds {}: these match the query's other words)",
+                "\n({NO_PASSAGE_HOLDS} {}: these match the query's other words)",
                 missing.join(" or ")
             ));
         }
@@ -186,7 +197,7 @@ fn to_tool_error(e: IndexError) -> ToolError {
 
 impl Tool for SearchTool {
     fn name(&self) -> &str {
-        "search"
+        NAME
     }
 
     fn description(&self) -> String {
@@ -232,8 +243,8 @@ impl Tool for SearchTool {
             return None;
         }
         Some(format!(
-            "Passages of the user's documents that share words with this task (found by \
-             searching them before the first step; call search for more):\n{}",
+            "{CONTEXT_HEADING} (found by searching them before the first step; call search \
+             for more):\n{}",
             body.trim_end()
         ))
     }

@@ -1396,6 +1396,78 @@ fn a_count_of_days_the_dates_shown_do_not_give_is_sent_back_once() {
     assert!(checked.is_empty(), "{checked:?}");
 }
 
+/// Regression (issue 19): asked for Hugo Lambert's email, the 1.5B model searched the
+/// documents for "Hugo Lambert email", was told no passage holds "Hugo Lambert", and answered
+/// with the library's own address. An answer that gives, for such a name, a value found only
+/// in that search's passages is sent back once; the value from his row is not.
+#[test]
+fn a_value_from_a_passage_that_does_not_name_the_person_is_sent_back_once() {
+    use cairn::index::Index;
+    use cairn::tools::search::SearchTool;
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("membership.md"),
+        "Membership renews every year.\nQuestions about membership by email: membership@townlibrary.example.\n",
+    )
+    .unwrap();
+    let index = dir.path().join("idx.sqlite");
+    Index::open_or_create(&index)
+        .unwrap()
+        .update(std::slice::from_ref(&docs))
+        .unwrap();
+    let db = dir.path().join("members.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE members (member_no INTEGER PRIMARY KEY, name TEXT, email TEXT);
+             INSERT INTO members VALUES (1016, 'Hugo Lambert', 'hugo.l@post.example');",
+        )
+        .unwrap();
+    let wrong = "Hugo Lambert's email address is membership@townlibrary.example.";
+    let right = "Hugo Lambert's email address is hugo.l@post.example.";
+    let (mut a, events) = agent(
+        vec![
+            step("search", json!({"query": "Hugo Lambert email"})),
+            answer(wrong),
+            step(
+                "sql",
+                json!({"query": "SELECT email FROM members WHERE name = 'Hugo Lambert'"}),
+            ),
+            answer(right),
+        ],
+        registry(vec![
+            Arc::new(SearchTool::new(&index)),
+            Arc::new(SqlTool::open(&db, SqlOptions::default()).unwrap()),
+        ]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("What is Hugo Lambert's email address?", None);
+    assert_eq!((r.answer.as_str(), r.rounds), (right, 4));
+    let checked: Vec<(String, String)> = events
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::AnotherCheck { value, name, .. } => Some((value, name)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        checked,
+        [(
+            "membership@townlibrary.example".to_string(),
+            "Hugo Lambert".to_string()
+        )]
+    );
+    let text = last_prompt_text(a.policy());
+    assert!(
+        text.contains("passage that does not mention Hugo Lambert"),
+        "{text}"
+    );
+}
+
 /// Regression (issue 19): "What is the cheapest product?" was answered "the one with a price
 /// of 18.25 euros" from `SELECT MIN(price) FROM products`. A task asking which row is at one
 /// end, answered from a query of only the value there, is sent back once to a round that may
