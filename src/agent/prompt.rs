@@ -360,6 +360,14 @@ pub fn observation_text(tool: &str, observation: &str) -> String {
     )
 }
 
+/// Whether `message` is a tool message of `tool` made by [`observation_text`].
+pub fn is_result_of(tool: &str, message: &str) -> bool {
+    message
+        .strip_prefix("Result of ")
+        .and_then(|m| m.strip_prefix(tool))
+        .is_some_and(|m| m.starts_with(":\n"))
+}
+
 /// The data of a tool message made by [`observation_text`]: the lines between its header and
 /// [`DATA_END`] (still as [`as_data`] left them). Any other text is returned whole.
 pub fn observation_data(message: &str) -> &str {

@@ -163,7 +163,10 @@ impl Rounds {
 /// ([`super::evidence::from_sample`]), not in what the model was `told` (the task, facts,
 /// earlier turns) nor in a tool's result. An expression is checked against every result but
 /// the calculator's own, which echo it; the answer against every result. A sample row that
-/// holds a value of a tool's result (not the calculator's) is no guess.
+/// holds a value of a tool's result (not the calculator's, nor a `reason` step's: the
+/// reasoning read the same sample rows) is no guess. Regression: asked for the oldest member,
+/// the 1.5B model reasoned over the three sampled members and named the oldest of them; the
+/// reasoning, holding her name, was taken for a result pointing to her row.
 fn sampled_values(
     answer: &str,
     told: &[&str],
@@ -172,7 +175,7 @@ fn sampled_values(
 ) -> Vec<String> {
     let results: Vec<&str> = rounds
         .iter()
-        .filter(|(e, _)| e.is_none())
+        .filter(|(e, o)| e.is_none() && !super::prompt::is_result_of(REASON, o))
         .map(|(_, o)| super::prompt::observation_data(o))
         .collect();
     let mut elsewhere: Vec<&str> = told.to_vec();
@@ -1396,7 +1399,13 @@ impl<P: Policy> Agent<P> {
             if let Some((value, name)) =
                 super::evidence::value_of_another(&answer, &searches, &elsewhere)
             {
+                // The value is not the name's: the next round may not write it, and must
+                // query the database while it is on (told only, the 1.5B model searched the
+                // same words again and gave the same answer).
                 st.another_checked = true;
+                st.must_call = true;
+                st.must_query = st.sql_on();
+                st.forbid_next = vec![value.clone()];
                 let observation = super::evidence::another_message(&value, &name);
                 self.emit(run.start, EventKind::AnotherCheck { round, value, name });
                 return Ok(self.send_back(run, st, done, "another_check", observation));

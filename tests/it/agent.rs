@@ -1022,6 +1022,71 @@ fn an_answer_from_sample_rows_is_sent_back_to_a_round_that_may_only_query() {
     );
 }
 
+/// Regression (issue 19): asked for the oldest library member, the 1.5B model called
+/// `reason` first, reasoned over the three sampled members, and named the oldest of them; the
+/// reasoning, which held her name, counted as a result pointing to her row, so the answer
+/// stood. A reasoning read the same sample rows: an answer resting on it goes back too, to a
+/// round that may only query.
+#[test]
+fn a_reasoning_over_sample_rows_is_no_result_that_points_to_them() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fees.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE fees (visit INTEGER PRIMARY KEY, fee INTEGER, paid TEXT);
+             INSERT INTO fees VALUES (1, 48, '2025-01-08'), (2, 62, NULL), (3, 55, '2025-01-21'),
+               (4, 75, NULL), (5, 48, NULL), (6, 90, '2025-02-02'), (7, 30, NULL),
+               (8, 62, '2025-02-10'), (9, 41, NULL), (10, 48, '2025-03-01');",
+        )
+        .unwrap();
+    let policy = ScriptedPolicy::new(
+        vec![
+            step("reason", json!({})),
+            answer("62 euros of fees are still unpaid."),
+            step(
+                "sql",
+                json!({"query": "SELECT SUM(fee) FROM fees WHERE paid IS NULL"}),
+            ),
+            answer("256 euros of fees are still unpaid."),
+        ],
+        4096,
+    )
+    .with_reasonings(vec![
+        "Of the visits shown, visit 2 is unpaid, with a fee of 62.\nAnswer: 62".to_string(),
+    ]);
+    let mut a = Agent::new(
+        policy,
+        registry(vec![Arc::new(
+            SqlTool::open(&db, SqlOptions::default()).unwrap(),
+        )]),
+        None,
+        AgentOptions {
+            reason: Some(true),
+            ..AgentOptions::default()
+        },
+    )
+    .unwrap();
+    let events = Events::default();
+    a.add_sink(Box::new(events.clone()));
+    let r = a.run_task("How much in fees is still unpaid?", None);
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("256 euros of fees are still unpaid.", 4)
+    );
+    let (mut checked, mut allowed) = (Vec::new(), Vec::new());
+    for k in events.kinds() {
+        match k {
+            EventKind::EvidenceCheck { unsupported, .. } => checked.push(unsupported),
+            EventKind::Prompt { allowed: a, .. } => allowed.push(a),
+            _ => {}
+        }
+    }
+    assert_eq!(checked, [["62"]]);
+    assert_eq!(allowed[2], ["sql"], "{allowed:?}");
+}
+
 /// Regression: asked which customer spent the most, the 1.5B model took the customer of the
 /// first sampled invoice and queried that customer's name (`WHERE CustomerId = 1`), a result
 /// the evidence check could not fault. An answer to a task that asks for one end of a
@@ -1465,6 +1530,21 @@ fn a_value_from_a_passage_that_does_not_name_the_person_is_sent_back_once() {
     assert!(
         text.contains("passage that does not mention Hugo Lambert"),
         "{text}"
+    );
+    // Told only, the model searched the same words again: the round after may only query,
+    // and may not write the value.
+    let allowed: Vec<Vec<String>> = events
+        .kinds()
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::Prompt { allowed, .. } => Some(allowed),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(allowed[2], ["sql"], "{allowed:?}");
+    assert_eq!(
+        a.policy().forbidden[2],
+        ["membership@townlibrary.example".to_string()]
     );
 }
 
