@@ -426,7 +426,7 @@ fn quantities(task: &str) -> Vec<(String, f64, bool)> {
             .next()
             .unwrap_or("")
             .to_lowercase();
-        let year = !raw.contains(['.', ',']) && raw.len() == 4 && (1900.0..=2100.0).contains(&v);
+        let year = is_year(&raw, v);
         // A label (`order 1042`, `#7`), a bound (`orders below 100 euros`), or a value in
         // code the task quotes (`MONTH(d) = 4`).
         let label = LABELS.contains(&prev.as_str())
@@ -949,6 +949,29 @@ const SPAN_WORDS: &[&str] = &[
     "all",
 ];
 
+/// Whether a number written `raw` (value `v`) reads as a year: four digits from 1900 to 2100.
+fn is_year(raw: &str, v: f64) -> bool {
+    !raw.contains(['.', ',']) && raw.len() == 4 && (1900.0..=2100.0).contains(&v)
+}
+
+/// The amounts `answer` gives: its numbers, each with where it is written (start and end) and
+/// its value, leaving out years and the numbers `task` gives.
+fn answer_amounts(task: &str, answer: &str) -> Vec<(usize, usize, f64)> {
+    let given: Vec<f64> = numbers(task).into_iter().map(|(_, v)| v).collect();
+    let mut amounts = Vec::new();
+    let mut at = 0;
+    for (raw, v) in numbers(answer) {
+        let Some(i) = answer[at..].find(raw.as_str()).map(|i| at + i) else {
+            continue;
+        };
+        at = i + raw.len();
+        if !is_year(&raw, v) && !given.contains(&v) {
+            amounts.push((i, at, v));
+        }
+    }
+    amounts
+}
+
 /// An amount an answer gives for one unit of something, where the task asks for the whole.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rate {
@@ -994,19 +1017,7 @@ pub fn rate_for_total(task: &str, answer: &str, seen: &[&str]) -> Option<Rate> {
     if ASKS_RATE.iter().any(|w| holds_word(task, w)) {
         return None;
     }
-    let given: Vec<f64> = numbers(task).into_iter().map(|(_, v)| v).collect();
-    let mut amounts = Vec::new();
-    let mut at = 0;
-    for (raw, v) in numbers(answer) {
-        let Some(i) = answer[at..].find(raw.as_str()).map(|i| at + i) else {
-            continue;
-        };
-        at = i + raw.len();
-        let year = !raw.contains(['.', ',']) && raw.len() == 4 && (1900.0..=2100.0).contains(&v);
-        if !year && !given.contains(&v) {
-            amounts.push((i, at, v));
-        }
-    }
+    let amounts = answer_amounts(task, answer);
     let [(start, end, value)] = amounts.as_slice() else {
         return None;
     };
@@ -1203,16 +1214,13 @@ pub fn days_not_between(
     if !asks || used_dates || TOTAL_WORDS.iter().any(|w| holds_word(task, w)) {
         return None;
     }
-    let given: Vec<f64> = numbers(task).into_iter().map(|(_, v)| v).collect();
-    let amounts: Vec<(String, f64)> = numbers(answer)
-        .into_iter()
-        .filter(|(_, v)| !given.contains(v))
-        .collect();
-    let [(raw, count)] = amounts.as_slice() else {
+    let amounts = answer_amounts(task, answer);
+    let [(start, end, count)] = amounts.as_slice() else {
         return None;
     };
+    let count = *count;
     // The count is one of days: "12 days", "12 working days".
-    let after = answer[answer.find(raw.as_str())? + raw.len()..].to_lowercase();
+    let after = answer[*end..].to_lowercase();
     let unit = after
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -1246,7 +1254,7 @@ pub fn days_not_between(
         return None;
     }
     Some((
-        raw.clone(),
+        answer[*start..*end].to_string(),
         rows[0].iter().map(|(_, t)| t.clone()).collect(),
     ))
 }

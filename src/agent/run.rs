@@ -1321,18 +1321,18 @@ impl<P: Policy> Agent<P> {
                 return Ok(self.send_back(run, st, done, "total_check", observation));
             }
         }
+        // What the model was shown: the context before round 1 and the tools' results.
+        let seen: Vec<&str> = st
+            .notes
+            .iter()
+            .map(String::as_str)
+            .chain(
+                st.texts[st.plan_rounds..]
+                    .iter()
+                    .map(|r| r.observation.as_str()),
+            )
+            .collect();
         if self.options.evidence_check && !last_round && !st.rate_checked {
-            // What the model was shown: the context before round 1 and the tools' results.
-            let seen: Vec<&str> = st
-                .notes
-                .iter()
-                .map(String::as_str)
-                .chain(
-                    st.texts[st.plan_rounds..]
-                        .iter()
-                        .map(|r| r.observation.as_str()),
-                )
-                .collect();
             if let Some(rate) = super::evidence::rate_for_total(task, &answer, &seen) {
                 st.rate_checked = true;
                 st.must_call = true;
@@ -1350,16 +1350,6 @@ impl<P: Policy> Agent<P> {
                     s["action"] != FINAL_ANSWER
                         && super::evidence::works_with_dates(&s["args"].to_string())
                 });
-            let seen: Vec<&str> = st
-                .notes
-                .iter()
-                .map(String::as_str)
-                .chain(
-                    st.texts[st.plan_rounds..]
-                        .iter()
-                        .map(|r| r.observation.as_str()),
-                )
-                .collect();
             if let Some((count, dates)) =
                 super::evidence::days_not_between(task, &answer, &seen, used_dates)
             {
