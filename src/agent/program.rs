@@ -86,8 +86,8 @@ pub fn run(code: &str) -> Option<String> {
     (!out.is_empty()).then(|| out.trim_end_matches('\n').to_string())
 }
 
-/// Python's keywords and the constants it has without an import: names that are never
-/// "not defined".
+/// Python's keywords, and the names this module reads without an assignment (`pi`, as
+/// `math.pi`; the module `math`): names it never calls "not defined".
 const KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
     "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
