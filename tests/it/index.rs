@@ -153,6 +153,43 @@ fn a_snippet_keeps_the_lines_that_go_on_about_its_last_line() {
     );
 }
 
+/// Regression (issue 19): "Which number should I call for an emergency when the clinic is
+/// closed?" showed the clinic's opening-hours passage from "The clinic is closed on Sundays"
+/// and its two lines after, and left out "Outside opening hours, call the emergency line
+/// 030-555-0199."; the model gave the appointments number. A second window of the passage
+/// shows the query's words the first lacks when they weigh at least half as much, after `…`
+/// when lines are left out between.
+#[test]
+fn a_snippet_adds_a_window_for_the_query_words_the_first_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/clinic-docs");
+    let mut idx = Index::open_or_create(&dir.path().join("idx.sqlite")).unwrap();
+    idx.update(std::slice::from_ref(&docs)).unwrap();
+    let hits = idx
+        .search("number call emergency clinic closed", 2)
+        .unwrap();
+    let hours = hits
+        .iter()
+        .find(|h| h.path.ends_with("opening-hours.md"))
+        .unwrap();
+    assert!(
+        hours.snippet.starts_with("The clinic is closed on Sundays")
+            && hours
+                .snippet
+                .contains("call the emergency line 030-555-0199"),
+        "{hits:?}"
+    );
+    assert_eq!(hours.line, 6, "{hits:?}");
+    // A query whose words one window holds gets that window alone.
+    let hits = idx.search("emergency line", 1).unwrap();
+    assert_eq!(
+        hits[0].snippet,
+        "Outside opening hours, call the emergency line 030-555-0199.\n\
+         An emergency surcharge of 45 euros is added to the consultation fee for visits outside opening hours.",
+        "{hits:?}"
+    );
+}
+
 #[test]
 fn updates_are_incremental() {
     let dir = tempfile::tempdir().unwrap();
