@@ -1099,28 +1099,12 @@ fn written_rate(answer: &str, end: usize) -> Option<(&'static str, usize)> {
 /// Words of a column's name that make its values rates or prices of one unit.
 const RATE_COLUMN_WORDS: &[&str] = &["rate", "price", "per", "tariff"];
 
-/// The name of a column of rates or prices (see [`RATE_COLUMN_WORDS`]; its name's words split
-/// at `_`, spaces and camel case: `UnitPrice`, `price_per_night`) in which a row of a table
+/// The name of a column of rates or prices (see [`RATE_COLUMN_WORDS`]; its name's words as
+/// [`crate::call::tidy::identifier_words`] splits them: `UnitPrice`, `price_per_night`) in which a row of a table
 /// of `text` (a header line and rows of as many cells, ` | ` between them) holds `value`.
 fn rate_column(value: f64, text: &str) -> Option<String> {
     let is_rate = |name: &str| {
-        let mut words: Vec<String> = Vec::new();
-        let mut prev_lower = false;
-        for c in name.chars() {
-            if !c.is_alphanumeric() {
-                prev_lower = false;
-                words.push(String::new());
-                continue;
-            }
-            if c.is_uppercase() && prev_lower || words.is_empty() {
-                words.push(String::new());
-            }
-            prev_lower = c.is_lowercase();
-            if let Some(w) = words.last_mut() {
-                w.extend(c.to_lowercase());
-            }
-        }
-        words
+        crate::call::tidy::identifier_words(name)
             .iter()
             .any(|w| RATE_COLUMN_WORDS.contains(&w.as_str()))
     };

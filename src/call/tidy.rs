@@ -135,23 +135,32 @@ const FLAG_FILLER: &[&str] = &[
     "with", "should", "do", "flag",
 ];
 
-/// The words of a parameter's name (`include_hidden`, `openNow`), in lower case, without
-/// [`FLAG_FILLER`].
-fn name_words(name: &str) -> Vec<String> {
+/// The words of an identifier (`include_hidden`, `openNow`, `Unit Price`, `userID`), in lower
+/// case: split at anything not a letter or digit, and before a capital that follows a small
+/// letter (so a run of capitals, `ID`, stays one word).
+pub fn identifier_words(name: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut cur = String::new();
+    let mut prev_lower = false;
     for c in name.chars() {
-        let breaks = c == '_' || c == '-' || c == ' ' || c.is_uppercase();
+        let breaks = !c.is_alphanumeric() || (c.is_uppercase() && prev_lower);
         if breaks && !cur.is_empty() {
             words.push(std::mem::take(&mut cur));
         }
         if c.is_alphanumeric() {
             cur.extend(c.to_lowercase());
         }
+        prev_lower = c.is_lowercase();
     }
     if !cur.is_empty() {
         words.push(cur);
     }
+    words
+}
+
+/// The words of a parameter's name ([`identifier_words`]) without [`FLAG_FILLER`].
+fn name_words(name: &str) -> Vec<String> {
+    let mut words = identifier_words(name);
     words.retain(|w| !FLAG_FILLER.contains(&w.as_str()));
     words
 }
@@ -760,6 +769,12 @@ mod tests {
         );
         assert_eq!(name_words("include_hidden"), ["hidden"]);
         assert_eq!(name_words("openNow"), ["open", "now"]);
+        assert_eq!(identifier_words("userID"), ["user", "id"]);
+        assert_eq!(
+            identifier_words("price_per_night"),
+            ["price", "per", "night"]
+        );
+        assert_eq!(identifier_words("Unit Price"), ["unit", "price"]);
     }
 
     #[test]
