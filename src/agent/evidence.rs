@@ -52,6 +52,19 @@ pub fn numbers(text: &str) -> Vec<(String, f64)> {
     out
 }
 
+/// [`numbers`] with where each is written in `text` (the byte it starts at).
+fn numbers_at(text: &str) -> Vec<(String, f64, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (raw, v) in numbers(text) {
+        if let Some(i) = text[at..].find(raw.as_str()).map(|i| at + i) {
+            at = i + raw.len();
+            out.push((raw, v, i));
+        }
+    }
+    out
+}
+
 /// Decimal places written in `raw` (`"28.90"` → 2).
 fn decimals(raw: &str) -> i32 {
     raw.rsplit_once('.')
@@ -400,12 +413,8 @@ const DATE_WORDS: &[&str] = &[
 /// values in quoted code (`= 4`), and 0 and 1, which change nothing they multiply.
 fn quantities(task: &str) -> Vec<(String, f64, bool)> {
     let mut out = Vec::new();
-    let mut at = 0;
-    for (raw, v) in numbers(task) {
-        let Some(i) = task[at..].find(raw.as_str()).map(|i| at + i) else {
-            continue;
-        };
-        at = i + raw.len();
+    for (raw, v, i) in numbers_at(task) {
+        let at = i + raw.len();
         let before = &task[..i];
         let after = &task[at..];
         let percent = after.trim_start().starts_with('%')
@@ -958,18 +967,11 @@ fn is_year(raw: &str, v: f64) -> bool {
 /// its value, leaving out years and the numbers `task` gives.
 fn answer_amounts(task: &str, answer: &str) -> Vec<(usize, usize, f64)> {
     let given: Vec<f64> = numbers(task).into_iter().map(|(_, v)| v).collect();
-    let mut amounts = Vec::new();
-    let mut at = 0;
-    for (raw, v) in numbers(answer) {
-        let Some(i) = answer[at..].find(raw.as_str()).map(|i| at + i) else {
-            continue;
-        };
-        at = i + raw.len();
-        if !is_year(&raw, v) && !given.contains(&v) {
-            amounts.push((i, at, v));
-        }
-    }
-    amounts
+    numbers_at(answer)
+        .into_iter()
+        .filter(|(raw, v, _)| !is_year(raw, *v) && !given.contains(v))
+        .map(|(raw, v, i)| (i, i + raw.len(), v))
+        .collect()
 }
 
 /// An amount an answer gives for one unit of something, where the task asks for the whole.
