@@ -152,30 +152,13 @@ fn undefined_name(toks: &[Tok], env: &[(String, Val)]) -> Option<String> {
 /// differs only in case or by a letter or two (`Reese_cups` for `reese_cups`).
 fn name_error(name: &str, env: &[(String, Val)]) -> String {
     let close = env.iter().rev().map(|(n, _)| n).find(|n| {
-        n.eq_ignore_ascii_case(name) || (name.chars().count() >= 4 && edit_distance(n, name) <= 2)
+        n.eq_ignore_ascii_case(name)
+            || (name.chars().count() >= 4 && crate::call::tidy::edit_distance(n, name) <= 2)
     });
     match close {
         Some(n) => format!("NameError: name '{name}' is not defined. Did you mean: '{n}'?"),
         None => format!("NameError: name '{name}' is not defined"),
     }
-}
-
-/// The number of one-character insertions, deletions and substitutions from `a` to `b`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (row[j + 1] + 1)
-                .min(row[j] + 1)
-                .min(diag + usize::from(ca != *cb));
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 /// The lines of `code` without comments, a line whose brackets are still open joined with

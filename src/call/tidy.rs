@@ -511,7 +511,7 @@ pub fn tidy(call: &mut Call, function: &Function, question: &str) -> Vec<String>
 }
 
 /// The number of single-character edits between `a` and `b`.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
