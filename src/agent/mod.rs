@@ -16,6 +16,7 @@
 //! lines on stderr).
 
 pub mod bench;
+mod checks;
 mod events;
 pub mod evidence;
 pub mod examples;

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use super::checks::{first_failed, Answered, Check};
 use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, RoundText, TaskContext};
@@ -23,10 +24,6 @@ use crate::memory::{
 use crate::model::template::Message;
 use crate::tools::recall::{RecallTool, DEFAULT_K};
 use crate::tools::{ErrorClass, Observation, ToolError, ToolInfo, ToolRegistry};
-
-/// The shortest value (a name, a date, a code: not a plain number) an answer gave again
-/// that the next round is kept from writing ([`Rounds::forbid_next`]).
-const MIN_FORBIDDEN_CHARS: usize = 3;
 
 /// The token count short-term memory is budgeted with: a quarter of the characters.
 fn count_tokens(text: &str) -> usize {
@@ -97,40 +94,16 @@ struct Rounds {
     texts: Vec<RoundText>,
     /// Rounds already dropped from the prompt (never brought back).
     min_dropped: usize,
-    /// Whether a final answer was already sent back by the evidence check (once a task).
-    evidence_checked: bool,
-    /// Whether a final answer was already sent back for repeating cairn's own message.
-    echo_checked: bool,
-    /// Whether an answer was sent back for naming the other end of an order.
-    order_checked: bool,
-    /// Whether an answer was sent back for a comparison no query made.
-    comparison_checked: bool,
-    /// Whether an answer was sent back for resting on a query that found nothing through a
-    /// value no row holds.
-    empty_checked: bool,
+    /// The checks that already sent an answer back (each does at most once a task).
+    checked: Vec<Check>,
     /// The values the evidence check found no ground for (as the answer wrote them), kept for
     /// the check of a later answer that gives them again.
     flagged: Vec<String>,
-    /// Whether an answer was sent back for giving again values already sent back.
-    again_checked: bool,
     /// Texts the next round may not write (then cleared): the values an answer gave again
     /// after they were sent back. Told only, the model wrote them a third time.
     forbid_next: Vec<String>,
-    /// Whether an answer was sent back for listing the amounts of a total the task asks for.
-    total_checked: bool,
-    /// Whether an answer was sent back for giving a rate where the task asks for a whole.
-    rate_checked: bool,
-    /// Whether an answer was sent back for a count of days that no two dates shown give.
-    days_checked: bool,
-    /// Whether an answer was sent back for a value from a passage about something else.
-    another_checked: bool,
-    /// Whether an answer was sent back for resting on a query that gave only the value at
-    /// the end of a comparison the task asks the row of.
-    extreme_checked: bool,
     /// The worked example shown before the task, if any.
     example: Option<&'static super::examples::Example>,
-    /// Whether an answer was sent back for words copied from the worked example.
-    example_checked: bool,
     /// How many of `texts` are the plan (0 or 1, first): not evidence for the answer.
     plan_rounds: usize,
     /// The next round must call a tool (`final_answer` is not in its grammar): set by the
@@ -156,41 +129,6 @@ impl Rounds {
         self.infos.iter().any(|t| t.name == crate::tools::sql::NAME)
             && self.guards.is_on(crate::tools::sql::NAME)
     }
-}
-
-/// The values of `answer`, and of the calculator expressions of `rounds` ((expression,
-/// observation) each), that appear only in sample rows of the context `notes`
-/// ([`super::evidence::from_sample`]), not in what the model was `told` (the task, facts,
-/// earlier turns) nor in a tool's result. An expression is checked against every result but
-/// the calculator's own, which echo it; the answer against every result. A sample row that
-/// holds a value of a tool's result (not the calculator's, nor a `reason` step's: the
-/// reasoning read the same sample rows) is no guess. Regression: asked for the oldest member,
-/// the 1.5B model reasoned over the three sampled members and named the oldest of them; the
-/// reasoning, holding her name, was taken for a result pointing to her row.
-fn sampled_values(
-    answer: &str,
-    told: &[&str],
-    notes: &[&str],
-    rounds: &[(Option<&str>, &str)],
-) -> Vec<String> {
-    let results: Vec<&str> = rounds
-        .iter()
-        .filter(|(e, o)| e.is_none() && !super::prompt::is_result_of(REASON, o))
-        .map(|(_, o)| super::prompt::observation_data(o))
-        .collect();
-    let mut elsewhere: Vec<&str> = told.to_vec();
-    elsewhere.extend(&results);
-    let mut found: Vec<String> = Vec::new();
-    for e in rounds.iter().filter_map(|(e, _)| *e) {
-        found.extend(super::evidence::from_sample(e, notes, &elsewhere, &results));
-    }
-    elsewhere.extend(rounds.iter().filter(|(e, _)| e.is_some()).map(|(_, o)| *o));
-    for v in super::evidence::from_sample(answer, notes, &elsewhere, &results) {
-        if !found.contains(&v) {
-            found.push(v);
-        }
-    }
-    found
 }
 
 /// Whether the task goes on after a round.
@@ -562,23 +500,12 @@ impl<P: Policy> Agent<P> {
             guards: Guards::default(),
             texts: Vec::new(),
             min_dropped: 0,
-            evidence_checked: false,
+            checked: Vec::new(),
             must_call: false,
             must_query: false,
-            echo_checked: false,
-            order_checked: false,
-            comparison_checked: false,
-            empty_checked: false,
             flagged: Vec::new(),
-            again_checked: false,
             forbid_next: Vec::new(),
-            total_checked: false,
-            rate_checked: false,
-            days_checked: false,
-            another_checked: false,
-            extreme_checked: false,
             example,
-            example_checked: false,
             plan_rounds: 0,
         };
         if self.options.plan_tokens > 0 {
@@ -1106,432 +1033,35 @@ impl<P: Policy> Agent<P> {
                 .unwrap_or_default()
                 .trim(),
         );
-        if !last_round && !st.echo_checked {
-            let observations: Vec<&str> = st.texts.iter().map(|r| r.observation.as_str()).collect();
-            if let Some(repeated) = super::guards::repeated_message(&answer, &observations) {
-                st.echo_checked = true;
-                self.emit(
-                    run.start,
-                    EventKind::EchoCheck {
-                        round,
-                        repeated: repeated.clone(),
-                    },
-                );
-                let observation = format!(
-                    "[note: your answer repeats cairn's message about a tool (\"{repeated}\"); \
-                     that is not an answer to the task. Answer the task itself from what the \
-                     tools returned, call another tool, or say what could not be found.]"
-                );
-                return Ok(self.send_back(run, st, done, "echo_check", observation));
-            }
-        }
-        // The steps of the rounds (not the plan), read once for the checks below.
-        let steps: Vec<Option<Value>> = st.texts[st.plan_rounds..]
-            .iter()
-            .map(|r| serde_json::from_str(&r.step).ok())
-            .collect();
-        // Not after a reasoning, whose answer the model works out from the task itself: there
-        // the example's words are wording only. Regression: "The bakery has 20 supplies left"
-        // (right, reasoned) was sent back and made 25.
-        let reasoned = steps
-            .iter()
-            .any(|s| s.as_ref().is_some_and(|v| v["action"] == REASON));
-        if let (Some(example), true, false, false, false) = (
-            st.example,
-            self.options.evidence_check,
-            last_round,
-            st.example_checked,
-            reasoned,
-        ) {
-            let mut seen: Vec<&str> = vec![task];
-            seen.extend(st.notes.iter().map(String::as_str));
-            seen.extend(ctx.facts.iter().map(String::as_str));
-            seen.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
-            seen.extend(
-                ctx.history
-                    .iter()
-                    .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
-            );
-            seen.extend(st.texts.iter().map(|r| r.observation.as_str()));
-            seen.extend(st.infos.iter().map(|i| i.description.as_str()));
-            let words = super::examples::echoed(example, &answer, &seen);
-            if !words.is_empty() {
-                // No call is forced: the words may be all that is wrong. Regression: "The
-                // bakery ordered 3 Helmet Pro rolls", right but for the words, was sent back,
-                // the forced call was a reasoning, and it made the 3 into 43.
-                st.example_checked = true;
-                let observation = super::examples::echo_message(&words, task);
-                self.emit(run.start, EventKind::ExampleCheck { round, words });
-                return Ok(self.send_back(run, st, done, "example_check", observation));
-            }
-        }
-        if self.options.evidence_check && !last_round && !st.order_checked {
-            // The last sql result with an order note, and its query.
-            let last_sql = st.texts[st.plan_rounds..]
-                .iter()
-                .zip(&steps)
-                .rev()
-                .find_map(|(r, v)| {
-                    let v = v.as_ref()?;
-                    (v["action"] == "sql" && r.observation.contains("\n(ordered by "))
-                        .then(|| (v["args"]["query"].as_str().unwrap_or("").to_string(), r))
-                });
-            if let Some((said, shown)) = last_sql.and_then(|(q, r)| {
-                super::evidence::order_contradiction(&answer, &q, &r.observation)
-            }) {
-                st.order_checked = true;
-                st.must_call = true;
-                let observation = super::evidence::order_message(&said, &shown);
-                self.emit(run.start, EventKind::OrderCheck { round, said, shown });
-                return Ok(self.send_back(run, st, done, "order_check", observation));
-            }
-        }
-        if self.options.evidence_check && !last_round && !st.comparison_checked {
-            // A task that asks for one end of a comparison ("spent the most"), answered from sql
-            // results of which none compared rows. Regression: asked which customer spent the
-            // most, the 1.5B model took the customer of the first sampled invoice and queried
-            // that customer's name (`WHERE CustomerId = 1`).
-            let queries: Vec<&str> = run
-                .result
-                .tool_calls
-                .iter()
-                .filter(|c| c.ok && c.tool == crate::tools::sql::NAME)
-                .filter_map(|c| c.args["query"].as_str())
-                .collect();
-            // Only while the sql tool is still on: the round after may only query.
-            let sql_on = st.sql_on();
-            if let (Some(word), false, true) = (
-                super::evidence::superlative(task),
-                queries.is_empty() || queries.iter().any(|q| super::evidence::compares_rows(q)),
-                sql_on,
-            ) {
-                st.comparison_checked = true;
-                st.must_query = true;
-                st.must_call = true;
-                let observation = super::evidence::comparison_message(word);
-                self.emit(
-                    run.start,
-                    EventKind::ComparisonCheck {
-                        round,
-                        word: word.to_string(),
-                    },
-                );
-                return Ok(self.send_back(run, st, done, "comparison_check", observation));
-            }
-        }
-        if self.options.evidence_check && !last_round && !st.extreme_checked {
-            // A task that asks which row is at one end ("What is the cheapest product?"),
-            // answered from a last query that selected only the value there. Regression: the
-            // 1.5B model queried `SELECT MIN(price) FROM products` and answered "the one with
-            // a price of 18.25 euros".
-            let last_query = run
-                .result
-                .tool_calls
-                .iter()
-                .rev()
-                .find(|c| c.ok && c.tool == crate::tools::sql::NAME)
-                .and_then(|c| c.args["query"].as_str());
-            let sql_on = st.sql_on();
-            if let (Some(word), true, true, true) = (
-                super::evidence::superlative(task),
-                super::evidence::asks_which(task),
-                last_query.is_some_and(super::evidence::selects_only_extremes),
-                sql_on,
-            ) {
-                st.extreme_checked = true;
-                st.must_query = true;
-                st.must_call = true;
-                let observation = super::evidence::extreme_only_message(word);
-                self.emit(
-                    run.start,
-                    EventKind::ExtremeCheck {
-                        round,
-                        word: word.to_string(),
-                    },
-                );
-                return Ok(self.send_back(run, st, done, "extreme_check", observation));
-            }
-        }
-        if self.options.evidence_check && !last_round && !st.empty_checked {
-            // The last sql result found nothing through a value no row holds. Regression:
-            // asked for the unpaid consultation fees, the 1.5B model queried `reason =
-            // 'consultation'` (no visit has that reason; the result said so and listed the
-            // reasons there are) and answered "0 euros"; told only that, it gave the same
-            // answer again, so the next round may only query. The message tells a value the
-            // task never names (made up) from a word of the task (maybe what it asks about).
-            let last_sql = st.texts[st.plan_rounds..]
-                .iter()
-                .zip(&steps)
-                .rev()
-                .find(|(_, v)| v.as_ref().is_some_and(|v| v["action"] == "sql"))
-                .map(|(r, _)| r.observation.as_str());
-            let sql_on = st.sql_on();
-            let mut told: Vec<&str> = vec![task];
-            told.extend(ctx.facts.iter().map(String::as_str));
-            told.extend(ctx.history.iter().map(|(t, _)| t.as_str()));
-            let conditions = last_sql
-                .map(|o| super::evidence::empty_conditions(o, &told))
-                .unwrap_or_default();
-            if sql_on && !conditions.is_empty() {
-                st.empty_checked = true;
-                st.must_query = true;
-                st.must_call = true;
-                let observation = super::evidence::empty_result_message(&conditions);
-                let conditions = conditions.into_iter().map(|(c, _)| c).collect();
-                self.emit(run.start, EventKind::EmptyResultCheck { round, conditions });
-                return Ok(self.send_back(run, st, done, "empty_result_check", observation));
-            }
-        }
-        // What the model was told apart from the tools: the task, facts, earlier turns; the
-        // context before round 1; and each round as (its calculator expression, if it was a
-        // calculator call; its observation).
-        let mut told: Vec<&str> = vec![task];
-        told.extend(ctx.facts.iter().map(String::as_str));
-        told.extend(ctx.summaries.iter().map(|(_, l)| l.as_str()));
-        told.extend(
-            ctx.history
-                .iter()
-                .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
-        );
-        let notes: Vec<&str> = st.notes.iter().map(String::as_str).collect();
-        let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
-        let rounds: Vec<(Option<&str>, &str)> = st.texts[st.plan_rounds..]
-            .iter()
-            .zip(&steps)
-            .map(|(r, s)| {
-                let expr = s
-                    .as_ref()
-                    .filter(|v| v["action"] == "calculator")
-                    .and_then(|v| v["args"]["expression"].as_str());
-                (expr, r.observation.as_str())
-            })
-            .collect();
-        if self.options.evidence_check && !last_round && !st.total_checked {
-            let results: Vec<&str> = st.texts[st.plan_rounds..]
-                .iter()
-                .zip(&steps)
-                .filter(|(_, s)| s.as_ref().is_some_and(|v| v["action"] == "sql"))
-                .map(|(r, _)| super::prompt::observation_data(&r.observation))
-                .collect();
-            if let Some(amounts) = super::evidence::listed_total(task, &answer, &results) {
-                st.total_checked = true;
-                st.must_call = true;
-                let observation = super::evidence::listed_total_message(&amounts);
-                self.emit(run.start, EventKind::TotalCheck { round, amounts });
-                return Ok(self.send_back(run, st, done, "total_check", observation));
-            }
-        }
-        // What the model was shown: the context before round 1 and the tools' results.
-        let seen: Vec<&str> = st
-            .notes
-            .iter()
-            .map(String::as_str)
-            .chain(
-                st.texts[st.plan_rounds..]
-                    .iter()
-                    .map(|r| r.observation.as_str()),
-            )
-            .collect();
-        if self.options.evidence_check && !last_round && !st.rate_checked {
-            if let Some(rate) = super::evidence::rate_for_total(task, &answer, &seen) {
-                st.rate_checked = true;
-                st.must_call = true;
-                let observation = super::evidence::rate_message(&rate);
-                let rate = rate.shown();
-                self.emit(run.start, EventKind::RateCheck { round, rate });
-                return Ok(self.send_back(run, st, done, "rate_check", observation));
-            }
-        }
-        if self.options.evidence_check && !last_round && !st.days_checked {
-            // A reasoning, a calculation over two dates or a query of `julianday` worked the
-            // days out; the check is for a count taken from somewhere else.
-            let used_dates = reasoned
-                || steps.iter().flatten().any(|s| {
-                    s["action"] != FINAL_ANSWER
-                        && super::evidence::works_with_dates(&s["args"].to_string())
-                });
-            if let Some((count, dates)) =
-                super::evidence::days_not_between(task, &answer, &seen, used_dates)
-            {
-                st.days_checked = true;
-                st.must_call = true;
-                let observation = super::evidence::days_message(&count, &dates);
-                self.emit(
-                    run.start,
-                    EventKind::DaysCheck {
-                        round,
-                        count,
-                        dates,
-                    },
-                );
-                return Ok(self.send_back(run, st, done, "days_check", observation));
-            }
-        }
-        if self.options.evidence_check && !last_round && !st.another_checked {
-            // Search results, and everything else the model was told.
-            let (mut searches, mut elsewhere): (Vec<&str>, Vec<&str>) = (Vec::new(), vec![task]);
-            for (r, s) in st.texts[st.plan_rounds..].iter().zip(&steps) {
-                if s.as_ref()
-                    .is_some_and(|v| v["action"] == crate::tools::search::NAME)
-                {
-                    searches.push(r.observation.as_str());
-                } else {
-                    elsewhere.push(r.observation.as_str());
-                }
-            }
-            elsewhere.extend(st.notes.iter().map(String::as_str));
-            elsewhere.extend(ctx.facts.iter().map(String::as_str));
-            elsewhere.extend(
-                ctx.history
-                    .iter()
-                    .flat_map(|(t, a)| [t.as_str(), a.as_str()]),
-            );
-            if let Some((value, name)) =
-                super::evidence::value_of_another(&answer, &searches, &elsewhere)
-            {
-                // The value is not the name's: the next round may not write it, and must
-                // query the database while it is on (told only, the 1.5B model searched the
-                // same words again and gave the same answer).
-                st.another_checked = true;
-                st.must_call = true;
-                st.must_query = st.sql_on();
-                st.forbid_next = vec![value.clone()];
-                let observation = super::evidence::another_message(&value, &name);
-                self.emit(run.start, EventKind::AnotherCheck { round, value, name });
-                return Ok(self.send_back(run, st, done, "another_check", observation));
-            }
-        }
-        if self.options.evidence_check
-            && !last_round
-            && st.evidence_checked
-            && !st.again_checked
-            && !st.flagged.is_empty()
-        {
-            // A later answer that gives again (in its own text, not only in a calculation) what
-            // the evidence check sent back, still with no result behind it. Regression: "Who is
-            // the oldest library member?" answered from a sample row (Ben Carter), sent back,
-            // the right query made (George Ellis, "the oldest first"), and the first answer
-            // given again word for word. Only the rounds that called a tool count: a sent-back
-            // answer's message names the values.
-            let called: Vec<(Option<&str>, &str)> = rounds
-                .iter()
-                .zip(&steps)
-                .filter(|(_, s)| !s.as_ref().is_some_and(|v| v["action"] == FINAL_ANSWER))
-                .map(|(r, _)| *r)
-                .collect();
-            let checked = super::evidence::check(&answer, &base, &called);
-            let sampled = sampled_values(&answer, &told, &notes, &called);
-            let again: Vec<String> = st
-                .flagged
-                .iter()
-                .filter(|v| super::evidence::holds_word(&answer, v))
-                .filter(|v| checked.unsupported.contains(v) || sampled.contains(v))
-                .cloned()
-                .collect();
-            if !again.is_empty() {
-                st.again_checked = true;
-                // Regression: library-sql-10 wrote "Ben Carter" a third time with the right
-                // row quoted to it. Names, dates and codes only: a number kept out as text
-                // came back as "449. 5", and a short value ("Al") is part of other words.
-                st.forbid_next = again
-                    .iter()
-                    .filter(|v| {
-                        v.chars().count() >= MIN_FORBIDDEN_CHARS
-                            && v.chars().any(|c| c.is_alphabetic() || c == '-')
-                    })
-                    .cloned()
-                    .collect();
-                // The last tool result, which the answer should rest on.
-                let last = st.texts[st.plan_rounds..]
-                    .iter()
-                    .zip(&steps)
-                    .rev()
-                    .find(|(_, s)| {
-                        s.as_ref()
-                            .is_some_and(|v| v["action"] != FINAL_ANSWER && v["action"] != REASON)
-                    })
-                    .map(|(r, _)| super::prompt::observation_data(&r.observation));
-                let observation =
-                    super::evidence::again_message(&again, &checked.ungrounded_inputs, last);
-                self.emit(
-                    run.start,
-                    EventKind::AgainCheck {
-                        round,
-                        values: again,
-                    },
-                );
-                return Ok(self.send_back(run, st, done, "again_check", observation));
-            }
-        }
-        if self.options.evidence_check && !last_round && !st.evidence_checked {
-            let checked = super::evidence::check(&answer, &base, &rounds);
-            let missing = checked.unsupported;
-            let flagged = if missing.is_empty() {
-                // Values seen only in a few sample rows of a table are no evidence either.
-                let sampled = sampled_values(&answer, &told, &notes, &rounds);
-                if !sampled.is_empty() {
-                    st.must_query = true;
-                    let message = super::evidence::sample_message(&sampled);
-                    let event = EventKind::EvidenceCheck {
-                        round,
-                        unsupported: sampled,
-                    };
-                    Some((event, message))
-                } else if reasoned {
-                    // A reasoning saw every amount: a count it did not need ("4 groups") is
-                    // no sign of a step left out.
-                    None
-                } else {
-                    // An amount the task gives that no call used.
-                    // The answer's own arithmetic, when the calculator confirmed it, counts.
-                    let uses: Vec<String> = steps
-                        .iter()
-                        .flatten()
-                        .filter(|s| s["action"] != FINAL_ANSWER)
-                        .map(|s| s["args"].to_string())
-                        .chain(checked.shown.iter().cloned())
-                        .collect();
-                    let uses: Vec<&str> = uses.iter().map(String::as_str).collect();
-                    let seen: Vec<&str> = notes
-                        .iter()
-                        .copied()
-                        .chain(rounds.iter().map(|(_, o)| *o))
-                        .collect();
-                    let unused = super::evidence::unused_quantities(task, &answer, &uses, &seen);
-                    st.must_call = !unused.is_empty();
-                    (!unused.is_empty()).then(|| {
-                        let message = super::evidence::unused_message(&unused);
-                        let event = EventKind::AmountCheck { round, unused };
-                        (event, message)
-                    })
-                }
-            } else {
-                // The answer goes back either way: its thought says where its numbers came
-                // from, and when that is sample rows, the remedy is a query. Regression: "the
-                // consultation fees are 48 euros in this case" (one sampled visit) in the
-                // thought, only the sum 55.50 in the answer; told the sum appeared nowhere,
-                // the model confirmed it with the calculator.
-                let reasoned_answer = format!("{answer}\n{}", step.thought);
-                let sampled = sampled_values(&reasoned_answer, &told, &notes, &rounds);
-                st.must_query = !sampled.is_empty();
-                let message = super::evidence::with_sample_note(
-                    &super::evidence::check_message_with(&missing, &checked.ungrounded_inputs),
-                    &sampled,
-                );
-                let event = EventKind::EvidenceCheck {
-                    round,
-                    unsupported: missing,
-                };
-                Some((event, message))
+        if !last_round {
+            let answered = Answered {
+                task,
+                answer: &answer,
+                thought: &step.thought,
+                round,
+                ctx,
+                notes: &st.notes,
+                infos: &st.infos,
+                example: st.example,
+                texts: &st.texts,
+                plan_rounds: st.plan_rounds,
+                calls: &run.result.tool_calls,
+                sql_on: st.sql_on(),
+                flagged: &st.flagged,
+                evidence_sent: st.checked.contains(&Check::Evidence),
             };
-            if let Some((event, observation)) = flagged {
-                st.evidence_checked = true;
-                if let EventKind::EvidenceCheck { unsupported, .. } = &event {
-                    st.flagged = unsupported.clone();
+            let back = first_failed(&answered, &st.checked, self.options.evidence_check);
+            if let Some(back) = back {
+                st.checked.push(back.check);
+                st.must_call |= back.must_call;
+                st.must_query |= back.must_query;
+                st.forbid_next = back.forbid_next;
+                if !back.flagged.is_empty() {
+                    st.flagged = back.flagged;
                 }
-                st.must_call = true;
-                self.emit(run.start, event);
-                return Ok(self.send_back(run, st, done, "evidence_check", observation));
+                self.emit(run.start, back.event);
+                let kind = back.check.step_kind();
+                return Ok(self.send_back(run, st, done, kind, back.observation));
             }
         }
         if let (Some(threshold), false) = (self.options.self_check, last_round) {
