@@ -169,14 +169,12 @@ pub(super) struct Answered<'a> {
     pub sql_on: bool,
     /// The values an answer was already sent back for by the evidence check.
     pub flagged: &'a [String],
-    /// Whether the evidence check already sent an answer back.
-    pub evidence_sent: bool,
 }
 
 /// The first check not yet `done` that sends the answer back (the evidence checks only when
 /// `evidence_on`; the echo check always), or `None` when the answer is accepted.
 pub(super) fn first_failed(a: &Answered, done: &[Check], evidence_on: bool) -> Option<SendBack> {
-    let view = View::of(a);
+    let view = View::of(a, done);
     CHECKS
         .iter()
         .filter(|(c, _)| !done.contains(c) && (evidence_on || *c == Check::Echo))
@@ -186,6 +184,8 @@ pub(super) fn first_failed(a: &Answered, done: &[Check], evidence_on: bool) -> O
 /// An answer with what the checks read of the rounds, read once.
 struct View<'a> {
     a: &'a Answered<'a>,
+    /// The checks that already sent an answer back.
+    done: &'a [Check],
     /// The steps of the rounds (not the plan), parsed.
     steps: Vec<Option<Value>>,
     /// Whether a `reason` step ran.
@@ -193,7 +193,7 @@ struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    fn of(a: &'a Answered<'a>) -> View<'a> {
+    fn of(a: &'a Answered<'a>, done: &'a [Check]) -> View<'a> {
         let steps: Vec<Option<Value>> = a.texts[a.plan_rounds..]
             .iter()
             .map(|r| serde_json::from_str(&r.step).ok())
@@ -201,7 +201,12 @@ impl<'a> View<'a> {
         let reasoned = steps
             .iter()
             .any(|s| s.as_ref().is_some_and(|v| v["action"] == REASON));
-        View { a, steps, reasoned }
+        View {
+            a,
+            done,
+            steps,
+            reasoned,
+        }
     }
 
     /// The rounds (not the plan), oldest first: (step, observation).
@@ -488,7 +493,7 @@ fn another(v: &View) -> Option<SendBack> {
 /// (George Ellis, "the oldest first"), and the first answer given again word for word. Only
 /// the rounds that called a tool count: a sent-back answer's message names the values.
 fn again(v: &View) -> Option<SendBack> {
-    if !v.a.evidence_sent || v.a.flagged.is_empty() {
+    if !v.done.contains(&Check::Evidence) || v.a.flagged.is_empty() {
         return None;
     }
     let (told, notes) = (v.told(), v.notes());

@@ -1048,7 +1048,6 @@ impl<P: Policy> Agent<P> {
                 calls: &run.result.tool_calls,
                 sql_on: st.sql_on(),
                 flagged: &st.flagged,
-                evidence_sent: st.checked.contains(&Check::Evidence),
             };
             let back = first_failed(&answered, &st.checked, self.options.evidence_check);
             if let Some(back) = back {
