@@ -1102,8 +1102,9 @@ fn written_rate(answer: &str, end: usize) -> Option<(&'static str, usize)> {
 const RATE_COLUMN_WORDS: &[&str] = &["rate", "price", "per", "tariff"];
 
 /// The name of a column of rates or prices (see [`RATE_COLUMN_WORDS`]; its name's words as
-/// [`crate::call::tidy::identifier_words`] splits them: `UnitPrice`, `price_per_night`) in which a row of a table
-/// of `text` (a header line and rows of as many cells, ` | ` between them) holds `value`.
+/// [`crate::call::tidy::identifier_words`] splits them: `UnitPrice`, `price_per_night`) in
+/// which a row of a table of `text` (a header line and rows of as many cells, ` | ` between
+/// them) holds `value`.
 fn rate_column(value: f64, text: &str) -> Option<String> {
     let is_rate = |name: &str| {
         crate::call::tidy::identifier_words(name)
