@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Re-checks the SQL-based expected answers of the clinic, library, trade and hotel suites.
+"""Re-checks the SQL-based expected answers of the clinic, library, trade, hotel and garage
+suites.
 
 For every sql, two_tool and multi_turn task whose answer comes from the database, this runs
 the query that answers it on examples/NAME.sqlite (any arithmetic on the result is done here
@@ -277,6 +278,62 @@ CHECKS = {
             "SELECT (julianday(b.Departure) - julianday(b.Arrival)) * r.Rate FROM Booking b "
             "JOIN Room r ON r.RoomNo = b.RoomNo JOIN Guest g ON g.GuestId = b.GuestId "
             "WHERE g.Name = 'Pieter de Wit' AND b.Arrival LIKE '2025-06-%' AND g.IsMember = 0", None),
+    },
+    "garage": {
+        "garage-sql-1": ("SELECT count(*) FROM vehicle WHERE fuel = 'diesel'", None),
+        "garage-sql-2": (
+            "SELECT m.name FROM job j JOIN mech m ON m.mech_id = j.mech_id "
+            "GROUP BY m.mech_id ORDER BY sum(j.labour_hrs) DESC LIMIT 1", None),
+        "garage-sql-3": ("SELECT count(*) FROM job WHERE status = 'open'", None),
+        "garage-sql-4": ("SELECT sum(labour_hrs) FROM job WHERE kind = 'brakes'", None),
+        "garage-sql-5": ("SELECT count(*) FROM cust WHERE city = 'Utrecht'", None),
+        "garage-sql-6": (
+            "SELECT c.fname || ' ' || c.lname FROM vehicle v JOIN cust c ON c.cust_id = v.cust_id "
+            "ORDER BY v.yr DESC LIMIT 1", None),
+        "garage-sql-7": (
+            "SELECT v.reg_no FROM vehicle v JOIN cust c ON c.cust_id = v.cust_id "
+            "WHERE c.fname = 'Ines' AND c.lname = 'Kowalski'", None),
+        "garage-sql-8": ("SELECT count(*) FROM cust WHERE phone IS NULL", None),
+        "garage-sql-9": ("SELECT sum(qty) FROM job_part WHERE part_no = 'EO-5W30'", None),
+        "garage-sql-10": (
+            "SELECT fname || ' ' || lname FROM cust ORDER BY since LIMIT 1", None),
+        "garage-sql-11": ("SELECT reg_no FROM vehicle ORDER BY odo_km DESC LIMIT 1", None),
+        "garage-sql-12": ("SELECT count(*) FROM job WHERE opened LIKE '2025-04-%'", None),
+        "garage-sql-13": (
+            "SELECT unit_cost * qty_on_hand FROM part WHERE descr = 'timing belt kit'", None),
+        # prices.md: labour 68 euros per hour.
+        "garage-two-1": ("SELECT labour_hrs * 68 FROM job WHERE job_id = 12", None),
+        # prices.md: parts at cost plus 20%.
+        "garage-two-2": (
+            "SELECT sum(p.unit_cost * jp.qty) * 1.2 FROM job_part jp "
+            "JOIN part p ON p.part_no = jp.part_no WHERE jp.job_id = 7",
+            lambda rows: round(first(rows), 2)),
+        # courtesy-cars.md: free over 4 hours of labour, else 30 euros per day.
+        "garage-two-3": (
+            "SELECT CASE WHEN labour_hrs > 4 THEN 0 ELSE 30 * 2 END FROM job WHERE job_id = 3",
+            None),
+        # prices.md: labour 68 euros per hour, VAT 21%.
+        "garage-two-4": (
+            "SELECT labour_hrs * 68 * 1.21 FROM job WHERE job_id = 14",
+            lambda rows: round(first(rows), 2)),
+        # prices.md: parts at cost plus 20%.
+        "garage-two-5": (
+            "SELECT unit_cost * 3 * 1.2 FROM part WHERE descr = 'wiper blade'",
+            lambda rows: round(first(rows), 2)),
+        # prices.md: an MOT test costs 55 euros, VAT 21% (the car only says who pays).
+        "garage-two-6": (
+            "SELECT 55 * 1.21 FROM vehicle v JOIN cust c ON c.cust_id = v.cust_id "
+            "WHERE c.lname = 'Lindqvist' AND v.model = 'Corolla'",
+            lambda rows: round(first(rows), 2)),
+        # courtesy-cars.md: free over 4 hours of labour, else 30 euros per day.
+        "garage-two-7": (
+            "SELECT CASE WHEN labour_hrs > 4 THEN 0 ELSE 30 * 3 END FROM job WHERE job_id = 15",
+            None),
+        # prices.md: parts at cost plus 20%, fitting 15 euros per tyre.
+        "garage-two-8": (
+            "SELECT sum(p.unit_cost * jp.qty) * 1.2 + 15 * sum(jp.qty) FROM job_part jp "
+            "JOIN part p ON p.part_no = jp.part_no WHERE jp.job_id = 6 AND p.descr LIKE 'tyre%'",
+            lambda rows: round(first(rows), 2)),
     },
 }
 
