@@ -525,6 +525,58 @@ fn continues(line: &str) -> bool {
     CONTINUING_WORDS.contains(&first.to_lowercase().as_str())
 }
 
+/// Words that, opening a line, make it the other half of a rule begun on the line before:
+/// "For shorter jobs a courtesy car costs 30 euros per day." (after "A courtesy car is free
+/// for any job with more than 4 hours of labour."), "Otherwise …", "Other pets …".
+const BACK_WORDS: &[&str] = &["otherwise", "else", "however", "but", "other", "others"];
+
+/// Words that, after an opening "For", "All" or "Any", point back to the line before: a
+/// comparison ("For shorter jobs", "For larger groups") or "other" ("All other items").
+const BACK_AFTER_FOR: &[&str] = &[
+    "other",
+    "others",
+    "shorter",
+    "longer",
+    "smaller",
+    "larger",
+    "bigger",
+    "older",
+    "younger",
+    "higher",
+    "lower",
+    "fewer",
+    "more",
+    "less",
+    "later",
+    "earlier",
+    "heavier",
+    "lighter",
+    "cheaper",
+    "dearer",
+    "remaining",
+    "such",
+    "these",
+    "those",
+];
+
+/// Whether `line` opens as the other half of a rule begun on the line before it ([`BACK_WORDS`],
+/// "For shorter …", "All other …"): shown alone, it says the opposite of the rule.
+fn goes_back(line: &str) -> bool {
+    let words: Vec<String> = line
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+        .take(2)
+        .map(str::to_lowercase)
+        .collect();
+    match words.as_slice() {
+        [first, ..] if BACK_WORDS.contains(&first.as_str()) => true,
+        [first, second] if matches!(first.as_str(), "for" | "all" | "any") => {
+            BACK_AFTER_FOR.contains(&second.as_str())
+        }
+        _ => false,
+    }
+}
+
 /// The stem a query word is matched by in a passage's lines: the word without a plural or
 /// tense ending, as the index's Porter stemmer matched it ("emergencies" finds "emergency",
 /// "closed" finds "closes").
@@ -558,8 +610,9 @@ fn holds(low: &str, stem: &str) -> bool {
 /// distinct query words weigh the most together (`weights`, one per word: rare words weigh
 /// more). Ties go to the window whose first line weighs more, then to the first. A second
 /// such window joins it when the query words the first lacks weigh at least half as much
-/// (`…` marks lines left out between them), and lines that go on about the last one follow
-/// ([`continues`]). Before, the snippet started at
+/// (`…` marks lines left out between them), lines that go on about the last one follow
+/// ([`continues`]), and a first line that is the other half of a rule comes with the line
+/// before it ([`goes_back`]). Before, the snippet started at
 /// the line holding the most query words, each counted alike, and a line of two words common
 /// in the documents ("clinic", "closed") won over one of two rare ones; a plural in the query
 /// ("emergencies") did not find its singular in a line.
@@ -643,6 +696,20 @@ fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
         match lines.get(next) {
             Some(l) if continues(l) => shown.push(next),
             _ => break,
+        }
+    }
+    // A window that opens with the other half of a rule ("For shorter jobs a courtesy car
+    // costs 30 euros per day.") is shown with the line before it in the same paragraph, the
+    // rule's first half. Regression: asked what a courtesy car costs for a job of 5 hours of
+    // labour, the model saw only "For shorter jobs … 30 euros per day", not "A courtesy car
+    // is free for any job with more than 4 hours of labour.", and answered 90 euros.
+    if let Some(&first) = shown.first() {
+        let before = first.checked_sub(1).filter(|&b| {
+            let l = lines[b].trim();
+            !l.is_empty() && !l.starts_with('#')
+        });
+        if let (Some(b), true) = (before, goes_back(lines[first])) {
+            shown.insert(0, b);
         }
     }
     let at = shown.first().copied().unwrap_or(0);
