@@ -134,14 +134,16 @@ impl SearchTool {
         // The names the query writes that no passage shown holds. Regression: "Hugo Lambert
         // email" found the library's own address by "email", and the model gave it as Hugo
         // Lambert's; his row, with his email, was in the database.
-        let missing: Vec<String> = crate::tools::sql::name_terms(query)
-            .into_iter()
-            .filter(|n| {
-                let n = n.to_lowercase();
-                !hits.iter().any(|h| h.snippet.to_lowercase().contains(&n))
-            })
-            .map(|n| format!("\"{n}\""))
-            .collect();
+        let snippets: Vec<String> = hits.iter().map(|h| h.snippet.to_lowercase()).collect();
+        let mut missing: Vec<String> = Vec::new();
+        for name in crate::tools::sql::name_terms(query) {
+            for part in unheld(&name, &snippets) {
+                let part = format!("\"{part}\"");
+                if !missing.contains(&part) {
+                    missing.push(part);
+                }
+            }
+        }
         if !missing.is_empty() {
             out.push_str(&format!(
                 "\n({NO_PASSAGE_HOLDS} {}: these match the query's other words)",
@@ -150,6 +152,32 @@ impl SearchTool {
         }
         Ok(out)
     }
+}
+
+/// What of `name` no passage of `snippets` (lowercased) holds: nothing when one holds it
+/// whole; else the words of it that none holds, as one name when they are all of it
+/// ("Hugo Lambert"), each alone when some are held. Regression: a search for "Corolla Corolla
+/// MOT test" found the passage on the MOT test's price, was told no passage held "Corolla
+/// Corolla MOT", and the model answered that the search found nothing; the note now names
+/// "Corolla" only.
+fn unheld(name: &str, snippets: &[String]) -> Vec<String> {
+    let holds = |s: &str| {
+        let s = s.to_lowercase();
+        snippets.iter().any(|t| t.contains(&s))
+    };
+    if holds(name) {
+        return Vec::new();
+    }
+    let words: Vec<&str> = name.split_whitespace().collect();
+    let lacking: Vec<&str> = words.iter().copied().filter(|w| !holds(w)).collect();
+    if lacking.len() == words.len() {
+        return vec![name.to_string()];
+    }
+    lacking
+        .into_iter()
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_string)
+        .collect()
 }
 
 /// What makes `query` SQL rather than words, when it is: an upper-case SQL word that a
