@@ -471,4 +471,70 @@ fn a_search_says_which_names_of_the_query_no_passage_holds() {
         .unwrap();
     assert!(obs.text.contains("Hugo Lambert runs"), "{}", obs.text);
     assert!(!obs.text.contains("no passage shown holds"), "{}", obs.text);
+    // Regression (the garage suite): "Corolla Corolla MOT test" was told no passage held
+    // "Corolla Corolla MOT" while one held the MOT test's price, and the model answered that
+    // the search found nothing. Only the words no passage holds are named.
+    std::fs::write(
+        root.join("prices.md"),
+        "# Prices\n\nAn MOT test costs 55 euros, labour included.\n",
+    )
+    .unwrap();
+    Index::open_or_create(&idx_path)
+        .unwrap()
+        .update(std::slice::from_ref(&root))
+        .unwrap();
+    let obs = reg
+        .call_value("search", &json!({"query": "Corolla Corolla MOT test"}))
+        .unwrap();
+    assert!(obs.text.contains("55 euros"), "{}", obs.text);
+    assert!(
+        obs.text
+            .ends_with("(no passage shown holds \"Corolla\": these match the query's other words)"),
+        "{}",
+        obs.text
+    );
+}
+
+/// Regression (issue 19, the garage suite): asked what a courtesy car costs for a job of 5
+/// hours of labour, the model was shown the passage from "For shorter jobs a courtesy car
+/// costs 30 euros per day." on, without the line before it, "A courtesy car is free for any
+/// job with more than 4 hours of labour.", and answered 90 euros. A first line that is the
+/// other half of a rule ("For shorter …", "Otherwise …") comes with the line before it in its
+/// paragraph; a heading or a blank line before it is not added.
+#[test]
+fn a_snippet_that_opens_with_the_second_half_of_a_rule_shows_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("docs");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("cars.md"),
+        "# Courtesy cars\n\nA courtesy car is free for any job with more than 4 hours of labour.\n\
+         For shorter jobs a courtesy car costs 30 euros per day.\n\
+         Drivers must be at least 23 years old.\nReturn the car with a full tank.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("pets.md"),
+        "# Pets\n\nOtherwise pets stay at home.\nKennels cost 12 euros a night.\n",
+    )
+    .unwrap();
+    let mut idx = Index::open_or_create(&dir.path().join("idx.sqlite")).unwrap();
+    idx.update(std::slice::from_ref(&root)).unwrap();
+    let hits = idx
+        .search("shorter jobs courtesy car costs per day", 5)
+        .unwrap();
+    let cars = hits.iter().find(|h| h.path.ends_with("cars.md")).unwrap();
+    assert!(
+        cars.snippet
+            .starts_with("A courtesy car is free for any job with more than 4 hours of labour.\nFor shorter jobs"),
+        "{hits:?}"
+    );
+    assert_eq!(cars.line, 3, "{hits:?}");
+    // The line before is a blank one under a heading: nothing is added.
+    let hits = idx.search("otherwise pets", 5).unwrap();
+    let pets = hits.iter().find(|h| h.path.ends_with("pets.md")).unwrap();
+    assert!(
+        pets.snippet.starts_with("Otherwise pets stay at home."),
+        "{hits:?}"
+    );
 }
