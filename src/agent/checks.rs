@@ -44,6 +44,8 @@ pub(super) enum Check {
     Rate,
     /// A count of days that no two dates of a row shown give.
     Days,
+    /// A sum of money worked out by a calculation with no price in it.
+    Price,
     /// A value for a name, from a passage the search said does not hold the name.
     Another,
     /// Values the evidence check sent back, given again with nothing behind them.
@@ -66,6 +68,7 @@ impl Check {
             Check::Total => "total_check",
             Check::Rate => "rate_check",
             Check::Days => "days_check",
+            Check::Price => "price_check",
             Check::Another => "another_check",
             Check::Again => "again_check",
             Check::Evidence => "evidence_check",
@@ -77,7 +80,7 @@ impl Check {
 type Test = fn(&View) -> Option<SendBack>;
 
 /// The checks in the order they run, each with its test of an answer.
-const CHECKS: [(Check, Test); 12] = [
+const CHECKS: [(Check, Test); 13] = [
     (Check::Echo, echo),
     (Check::Example, example),
     (Check::Order, order),
@@ -87,6 +90,7 @@ const CHECKS: [(Check, Test); 12] = [
     (Check::Total, total),
     (Check::Rate, rate),
     (Check::Days, days),
+    (Check::Price, price),
     (Check::Another, another),
     (Check::Again, again),
     (Check::Evidence, evidence),
@@ -106,6 +110,9 @@ pub(super) struct SendBack {
     pub must_call: bool,
     /// The next round may only query the database.
     pub must_query: bool,
+    /// The next round may only look something up: query the database or search the
+    /// documents (whichever are on).
+    pub must_look_up: bool,
     /// Texts the next round may not write.
     pub forbid_next: Vec<String>,
     /// The values the evidence check found no ground for (as the answer wrote them), kept
@@ -122,6 +129,7 @@ impl SendBack {
             event,
             must_call: false,
             must_query: false,
+            must_look_up: false,
             forbid_next: Vec::new(),
             flagged: Vec::new(),
         }
@@ -137,6 +145,13 @@ impl SendBack {
     fn querying(mut self) -> SendBack {
         self.must_call = true;
         self.must_query = true;
+        self
+    }
+
+    /// The same, the next round made to look something up (a query or a search).
+    fn looking_up(mut self) -> SendBack {
+        self.must_call = true;
+        self.must_look_up = true;
         self
     }
 }
@@ -451,6 +466,23 @@ fn days(v: &View) -> Option<SendBack> {
     Some(SendBack::new(Check::Days, event, observation).calling())
 }
 
+/// A sum of money that a calculation with no price in it gave (hours times a VAT factor):
+/// the price that applies was never found.
+fn price(v: &View) -> Option<SendBack> {
+    let (told, notes) = (v.told(), v.notes());
+    let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
+    let found = super::evidence::priceless(v.a.answer, &base, &v.calculations())?;
+    let observation = super::evidence::priceless_message(&found);
+    let event = EventKind::PriceCheck {
+        round: v.a.round,
+        amount: found.amount,
+        expression: found.expression,
+    };
+    // A lookup: told only to find the price, the 1.5B model called the calculator with a
+    // rate it made up (the worked example's ticket price).
+    Some(SendBack::new(Check::Price, event, observation).looking_up())
+}
+
 /// A value given for a name that a search said none of its passages holds, found only in
 /// those passages. The value is not the name's: the next round may not write it, and must
 /// query the database while it is on (told only, the 1.5B model searched the same words again
@@ -505,7 +537,7 @@ fn again(v: &View) -> Option<SendBack> {
         .filter(|(_, s)| !s.as_ref().is_some_and(|v| v["action"] == FINAL_ANSWER))
         .map(|(r, _)| r)
         .collect();
-    let checked = super::evidence::check(v.a.answer, &base, &called);
+    let checked = super::evidence::check_with_thought(v.a.answer, v.a.thought, &base, &called);
     let sampled = sampled_values(v.a.answer, &told, &notes, &called);
     let again: Vec<String> =
         v.a.flagged
@@ -552,7 +584,7 @@ fn evidence(v: &View) -> Option<SendBack> {
     let (told, notes) = (v.told(), v.notes());
     let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
     let rounds = v.calculations();
-    let checked = super::evidence::check(v.a.answer, &base, &rounds);
+    let checked = super::evidence::check_with_thought(v.a.answer, v.a.thought, &base, &rounds);
     let round = v.a.round;
     let missing = checked.unsupported;
     if !missing.is_empty() {

@@ -10,6 +10,8 @@
 //! ([`selects_only_extremes`]); and the message for an answer that gives again what was sent
 //! back ([`again_message`]).
 
+use std::sync::OnceLock;
+
 use crate::tools::search::{CONTEXT_HEADING, NO_PASSAGE_HOLDS};
 use crate::tools::sql::PARTIAL_SAMPLE;
 
@@ -133,8 +135,9 @@ pub struct Check {
     /// Numbers that calculator expressions used but that appear in no evidence before them
     /// (made up, like a price never looked up): those calls' results are not evidence.
     pub ungrounded_inputs: Vec<String>,
-    /// The arithmetic the answer shows that the calculator confirmed (`37 * 24` of
-    /// `37 * 24 = 888`): its amounts were used as much as a calculator call's.
+    /// The arithmetic the answer (or the thought, see [`check_with_thought`]) shows that the
+    /// calculator confirmed (`37 * 24` of `37 * 24 = 888`): its amounts were used as much as a
+    /// calculator call's.
     pub shown: Vec<String>,
 }
 
@@ -143,6 +146,20 @@ pub struct Check {
 /// its observation). A calculator result counts as evidence only when the numbers of its
 /// expression do (or are [`is_common_constant`]s).
 pub fn check(answer: &str, base: &[&str], rounds: &[(Option<&str>, &str)]) -> Check {
+    check_with_thought(answer, "", base, rounds)
+}
+
+/// [`check`], where the arithmetic the step's `thought` shows counts as the answer's own:
+/// "30 euros * 2 days = 60 euros" in the thought, with 30 and 2 in the evidence, gives 60.
+/// Regression: asked what a courtesy car costs for 2 days, the model answered 60 euros
+/// (right) with that product in its thought, was told 60 appeared nowhere, and multiplied it
+/// by 2 again.
+pub fn check_with_thought(
+    answer: &str,
+    thought: &str,
+    base: &[&str],
+    rounds: &[(Option<&str>, &str)],
+) -> Check {
     let mut evidence: Vec<&str> = base.to_vec();
     let mut out = Check::default();
     for (expr, obs) in rounds {
@@ -168,8 +185,10 @@ pub fn check(answer: &str, base: &[&str], rounds: &[(Option<&str>, &str)]) -> Ch
             None => evidence.push(obs),
         }
     }
-    let known = known_values(&evidence);
-    let shown = shown_results(answer, &known);
+    let mut known = known_values(&evidence);
+    let in_thought = shown_results(thought, &known);
+    known.extend(in_thought.iter().map(|(_, v)| *v));
+    let mut shown = shown_results(answer, &known);
     out.unsupported = unsupported_by(answer, &known)
         .into_iter()
         .filter(|raw| {
@@ -177,6 +196,7 @@ pub fn check(answer: &str, base: &[&str], rounds: &[(Option<&str>, &str)]) -> Ch
             !shown.iter().any(|&(_, v)| same(raw, x, v))
         })
         .collect();
+    shown.extend(in_thought);
     out.shown = shown.into_iter().map(|(e, _)| e).collect();
     out
 }
@@ -205,6 +225,7 @@ fn known_values(evidence: &[&str]) -> Vec<f64> {
 fn shown_results(answer: &str, known: &[f64]) -> Vec<(String, f64)> {
     let mut results: Vec<(String, f64)> = Vec::new();
     for line in answer.lines() {
+        let line = without_units(line);
         let parts: Vec<&str> = line.split('=').collect();
         for pair in parts.windows(2) {
             let (before, after) = (pair[0], pair[1]);
@@ -235,6 +256,20 @@ fn shown_results(answer: &str, known: &[f64]) -> Vec<(String, f64)> {
         }
     }
     results
+}
+
+/// `line` without the words of a unit between a number and the operator or `=` after it:
+/// "20 euros per night * 6 nights = 120 euros" reads "20 * 6 = 120 euros", the arithmetic
+/// the small models write in plain text. At most three words, letters only, are dropped.
+fn without_units(line: &str) -> String {
+    static UNIT: OnceLock<regex::Regex> = OnceLock::new();
+    let unit = UNIT.get_or_init(|| {
+        regex::Regex::new(r"(\d)(?:\s+[A-Za-z][A-Za-z']*){1,3}\s*([*/+=×÷-])")
+            .expect("the pattern is valid")
+    });
+    // Twice: a unit's match ends on the operator, where the next number's unit may begin.
+    let once = unit.replace_all(line, "$1 $2").into_owned();
+    unit.replace_all(&once, "$1 $2").into_owned()
 }
 
 /// `expr` and each part of it that ends before an operator outside parentheses, longest first
@@ -351,14 +386,98 @@ pub fn from_sample(
     out
 }
 
-/// Words before a number that make it a label, not an amount: `order 1042`, `room 6`.
+/// Words before a number that make it a label, not an amount: `order 1042`, `room 6`, `job 15`
+/// (an amount comes before its noun: `15 jobs`). Regression: "Job 15 needs a courtesy car for
+/// 3 days" gave the amount "15 needs", and a right answer of 90 euros was sent back as if a
+/// step were left out; the model then multiplied it by 3.
 const LABELS: &[&str] = &[
-    "order", "member", "customer", "invoice", "id", "number", "no", "room", "visit", "pet",
-    "owner", "item", "product", "book", "ticket", "flight", "table", "row", "page", "chapter",
-    "version", "step", "line", "level", "floor", "gate", "seat", "platform", "route", "bus",
-    "account", "case", "branch", "code", "card", "question", "task", "issue", "part", "section",
-    "figure", "grade", "class", "week", "day", "month", "year", "model", "zone", "unit", "lane",
-    "track", "episode", "season", "volume", "vol", "article", "rule",
+    "order",
+    "member",
+    "customer",
+    "invoice",
+    "id",
+    "number",
+    "no",
+    "room",
+    "visit",
+    "pet",
+    "owner",
+    "item",
+    "product",
+    "book",
+    "ticket",
+    "flight",
+    "table",
+    "row",
+    "page",
+    "chapter",
+    "version",
+    "step",
+    "line",
+    "level",
+    "floor",
+    "gate",
+    "seat",
+    "platform",
+    "route",
+    "bus",
+    "account",
+    "case",
+    "branch",
+    "code",
+    "card",
+    "question",
+    "task",
+    "issue",
+    "part",
+    "section",
+    "figure",
+    "grade",
+    "class",
+    "week",
+    "day",
+    "month",
+    "year",
+    "model",
+    "zone",
+    "unit",
+    "lane",
+    "track",
+    "episode",
+    "season",
+    "volume",
+    "vol",
+    "article",
+    "rule",
+    "job",
+    "booking",
+    "reservation",
+    "shipment",
+    "delivery",
+    "loan",
+    "patient",
+    "employee",
+    "student",
+    "course",
+    "lesson",
+    "session",
+    "contract",
+    "project",
+    "request",
+    "claim",
+    "policy",
+    "bill",
+    "receipt",
+    "batch",
+    "lot",
+    "trip",
+    "tour",
+    "event",
+    "match",
+    "game",
+    "player",
+    "team",
+    "vehicle",
 ];
 
 /// Words before a number that make it a bound of a condition, not an amount to compute with:
@@ -650,12 +769,19 @@ pub fn check_message(numbers: &[String]) -> String {
 
 /// The ends an order note of the sql tool names first (`(ordered by dob DESC: the latest
 /// birth date first: the youngest first)`), each with the words an answer uses for the other
-/// end.
+/// end. Over dates, "the longest" is the earliest ("our customer the longest": the first
+/// date they came), "the shortest" the most recent.
 const ORDER_ENDS: &[(&str, &[&str])] = &[
     ("youngest", &["oldest", "eldest"]),
     ("oldest", &["youngest"]),
-    ("most recent", &["earliest", "oldest", "longest ago"]),
-    ("longest ago", &["most recent", "latest", "newest"]),
+    (
+        "most recent",
+        &["earliest", "oldest", "longest ago", "longest"],
+    ),
+    (
+        "longest ago",
+        &["most recent", "latest", "newest", "shortest"],
+    ),
 ];
 
 /// When `answer` names one end of an order (`oldest`) while the result it rests on, a query
@@ -1106,10 +1232,16 @@ const RATE_COLUMN_WORDS: &[&str] = &["rate", "price", "per", "tariff"];
 /// which a row of a table of `text` (a header line and rows of as many cells, ` | ` between
 /// them) holds `value`.
 fn rate_column(value: f64, text: &str) -> Option<String> {
+    column_of(value, text, RATE_COLUMN_WORDS)
+}
+
+/// The name of a column of a table of `text` (see [`rate_column`]) whose name holds one of
+/// `kinds` (as a word of it) and in which a row holds `value`.
+fn column_of(value: f64, text: &str, kinds: &[&str]) -> Option<String> {
     let is_rate = |name: &str| {
         crate::call::tidy::identifier_words(name)
             .iter()
-            .any(|w| RATE_COLUMN_WORDS.contains(&w.as_str()))
+            .any(|w| kinds.contains(&w.as_str()))
     };
     let lines: Vec<&str> = text.lines().collect();
     for (i, head) in lines.iter().enumerate() {
@@ -1131,6 +1263,177 @@ fn rate_column(value: f64, text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Words of a column's name that make its values sums of money.
+const MONEY_COLUMN_WORDS: &[&str] = &[
+    "price", "cost", "fee", "rate", "amount", "charge", "total", "paid", "salary", "wage", "value",
+    "freight", "fine", "spent", "tariff", "tax", "balance", "due", "revenue", "budget", "deposit",
+    "income", "pay",
+];
+
+/// Currency words written after an amount (`30 euros`, `12.50 EUR`).
+const CURRENCY_WORDS: &[&str] = &[
+    "euro", "euros", "eur", "dollar", "dollars", "usd", "pound", "pounds", "gbp", "cents",
+];
+
+/// Words shortly before a number that make it a sum of money without a currency: "it costs
+/// 12", "pays 40".
+const MONEY_VERBS: &[&str] = &[
+    "cost", "costs", "price", "priced", "pay", "pays", "paid", "charge", "charges", "charged",
+    "fee", "worth", "spend", "spends", "spent", "earn", "earns", "earned", "salary", "budget",
+];
+
+/// The numbers of `text` written as sums of money: after a currency sign (`$12`, `€ 30`), before
+/// a currency word or sign (`30 euros`, `12 €`), or up to three words after a word of paying
+/// ([`MONEY_VERBS`]: "costs a flat 45").
+fn money_amounts(text: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (raw, v, i) in numbers_at(text) {
+        // Within its line; a table's row is read by its columns ([`column_of`]), not by the
+        // header's words before it.
+        let start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+        let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+        if text[start..end].contains(" | ") {
+            continue;
+        }
+        let before = text[start..i].trim_end();
+        let after = text[i + raw.len()..end].trim_start();
+        let sign_before = before.ends_with(['$', '€', '£']);
+        let next: String = after
+            .chars()
+            .take_while(|c| c.is_alphabetic())
+            .collect::<String>()
+            .to_lowercase();
+        let word_after =
+            CURRENCY_WORDS.contains(&next.as_str()) || after.starts_with(['€', '$', '£']);
+        let verb = before
+            .rsplit(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .take(3)
+            .any(|w| MONEY_VERBS.contains(&w.to_lowercase().as_str()));
+        if sign_before || word_after || verb {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// An answer giving a sum of money worked out by a calculation with no sum of money in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Priceless {
+    /// The answer's amount, as written.
+    pub amount: String,
+    /// The calculator expression that gave it.
+    pub expression: String,
+    /// Its numbers, each with the column of the rows shown that holds it, where one does.
+    pub operands: Vec<(String, Option<String>)>,
+}
+
+/// When a sum of money in `answer` (see [`money_amounts`]) is the value of a calculation of
+/// `rounds` (each (the calculator expression, when the round was a calculator call, its
+/// observation)), and no number of that calculation is a sum of money: none is written as
+/// money in `told` (the task and the context) or a tool's result, none is in a column of
+/// prices, costs or fees ([`MONEY_COLUMN_WORDS`]), and none is the value of an earlier
+/// calculation that had one. Hours times a VAT factor is no price. Regression: asked what
+/// the labour on a job costs before VAT, the 1.5B model divided its 7.5 hours by 1.21 and
+/// answered "about 6.20 euros"; the rate per hour was in the documents, not shown, and never
+/// looked for.
+pub fn priceless(
+    answer: &str,
+    told: &[&str],
+    rounds: &[(Option<&str>, &str)],
+) -> Option<Priceless> {
+    let wanted = money_amounts(answer);
+    if wanted.is_empty() {
+        return None;
+    }
+    let written: Vec<&str> = told
+        .iter()
+        .copied()
+        .chain(rounds.iter().filter(|(e, _)| e.is_none()).map(|(_, o)| *o))
+        .collect();
+    let money: Vec<f64> = written.iter().flat_map(|t| money_amounts(t)).collect();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+    let column = |x: f64| {
+        written
+            .iter()
+            .find_map(|t| column_of(x, t, MONEY_COLUMN_WORDS))
+    };
+    // Each calculation: its expression, numbers, value, and whether a sum of money is in it.
+    struct Worked<'e> {
+        expr: &'e str,
+        operands: Vec<(String, f64)>,
+        value: f64,
+        priced: bool,
+    }
+    let mut money_results: Vec<f64> = Vec::new();
+    let mut worked: Vec<Worked> = Vec::new();
+    for (expr, obs) in rounds {
+        let Some(expr) = expr else { continue };
+        if works_with_dates(expr) {
+            continue;
+        }
+        let Some((_, value)) = numbers(obs).into_iter().next() else {
+            continue;
+        };
+        let operands = numbers(expr);
+        let priced = operands.iter().any(|&(_, x)| {
+            money.iter().chain(&money_results).any(|&m| close(m, x)) || column(x).is_some()
+        });
+        if priced {
+            money_results.push(value);
+        }
+        worked.push(Worked {
+            expr,
+            operands,
+            value,
+            priced,
+        });
+    }
+    // The last calculation that gave an amount of the answer, and that amount as written.
+    let given = numbers(answer);
+    let (w, amount) = worked.into_iter().rev().find_map(|w| {
+        given
+            .iter()
+            .find(|(raw, v)| wanted.iter().any(|x| close(*x, *v)) && same(raw, *v, w.value))
+            .map(|(raw, _)| raw.clone())
+            .map(|raw| (w, raw))
+    })?;
+    if w.priced {
+        return None;
+    }
+    Some(Priceless {
+        amount,
+        expression: w.expr.to_string(),
+        operands: w
+            .operands
+            .into_iter()
+            .map(|(r, x)| (r, column(x)))
+            .collect(),
+    })
+}
+
+/// What the loop tells the model when its answer gives a sum of money from a calculation
+/// with no price in it.
+pub fn priceless_message(p: &Priceless) -> String {
+    let named: Vec<String> = p
+        .operands
+        .iter()
+        .filter_map(|(raw, col)| col.as_ref().map(|c| format!("{raw} is a {c}")))
+        .collect();
+    let named = if named.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", named.join(", "))
+    };
+    format!(
+        "[check: your answer gives a sum of money, {}, worked out as {}, and none of those \
+         numbers is a price{named}. Find the price that applies (per hour, per item, per day: \
+         in the documents or the data), compute the answer from it with the calculator, then \
+         give the final_answer.]",
+        p.amount, p.expression
+    )
 }
 
 /// What the loop tells the model when its answer gives a `rate` and the task asks for the
@@ -1888,6 +2191,94 @@ mod tests {
         assert_eq!(c.ungrounded_inputs, ["0.7"]);
     }
 
+    #[test]
+    fn arithmetic_in_the_thought_with_units_in_words_supports_the_answer() {
+        let base = [
+            "Job 3 needs a courtesy car for 2 days. What does the courtesy car cost?",
+            "For shorter jobs a courtesy car costs 30 euros per day.",
+        ];
+        let thought = "The job needs a courtesy car for 2 days, which costs 30 euros per day. \
+                       The total cost is 30 euros * 2 days = 60 euros.";
+        let answer = "The courtesy car for job 3 costs 60 euros.";
+        assert_eq!(check(answer, &base, &[]).unsupported, ["60"]);
+        let c = check_with_thought(answer, thought, &base, &[]);
+        assert!(c.unsupported.is_empty(), "{c:?}");
+        assert_eq!(c.shown, ["30 * 2"]);
+        // Arithmetic that is wrong, or on a number found nowhere, supports nothing.
+        let wrong = "The total cost is 30 euros * 2 days = 70 euros.";
+        let c = check_with_thought("It costs 70 euros.", wrong, &base, &[]);
+        assert_eq!(c.unsupported, ["70"]);
+        let made_up = "The total cost is 35 euros * 2 days = 70 euros.";
+        let c = check_with_thought("It costs 70 euros.", made_up, &base, &[]);
+        assert_eq!(c.unsupported, ["70"]);
+        // Up to three words of a unit, on either side of an operator.
+        assert_eq!(
+            without_units("20 euros per night * 6 nights = 120 euros"),
+            "20 * 6 = 120 euros"
+        );
+    }
+
+    /// Regression (issue 19, the garage suite): "What does the labour on job 12 cost, before
+    /// VAT?" was answered "about 6.20 euros": the job's 7.5 hours divided by 1.21; the rate per
+    /// hour was never found.
+    #[test]
+    fn a_sum_of_money_from_a_calculation_with_no_price_is_named() {
+        let task = "What does the labour on job 12 cost, before VAT?";
+        let context =
+            "Passages of the user's documents:\n  VAT of 21% is added to every invoice.\n\
+                       -- job: the row whose job_id is 12\n\
+                       job_id | veh_id | kind | labour_hrs\n12 | 1 | repair | 7.5";
+        let told = [task, context];
+        let rounds = [(
+            Some("7.5 / (1 + 0.21)"),
+            "≈ 6.19834710744 (exactly 750/121)",
+        )];
+        let p = priceless(
+            "The labour on job 12 costs approximately 6.20 euros before VAT.",
+            &told,
+            &rounds,
+        )
+        .unwrap();
+        assert_eq!(p.amount, "6.20");
+        assert_eq!(p.expression, "7.5 / (1 + 0.21)");
+        assert!(p.operands.contains(&("7.5".to_string(), None)), "{p:?}");
+        let m = priceless_message(&p);
+        assert!(
+            m.contains("6.20") && m.contains("none of those numbers is a price"),
+            "{m}"
+        );
+        // With the rate from the documents, from a column of prices, or from an earlier
+        // calculation that had one: a price is in it.
+        let priced = [task, "Labour is charged at 68 euros per hour."];
+        let rounds = [(Some("7.5 * 68"), "510")];
+        assert_eq!(priceless("It costs 510 euros.", &priced, &rounds), None);
+        let rows = [task, "descr | unit_cost\nwiper blade | 11"];
+        let rounds = [(Some("11 * 3"), "33"), (Some("33 * 1.2"), "39.6")];
+        assert_eq!(
+            priceless("3 blades cost 39.60 euros.", &rows, &rounds),
+            None
+        );
+        // A price the task gives with a word of paying, not a currency.
+        let word = ["Each apple costs 2 and Tom buys 5 apples. How much does he pay?"];
+        assert_eq!(
+            priceless("Tom pays $10.", &word, &[(Some("2 * 5"), "10")]),
+            None
+        );
+        // An answer that is not a sum of money, or whose amount no calculation gave.
+        assert_eq!(
+            priceless(
+                "The job took 7.5 hours.",
+                &told,
+                &[(Some("7.5 * 1"), "7.5")]
+            ),
+            None
+        );
+        assert_eq!(
+            priceless("It costs 40 euros.", &told, &[(Some("7.5 * 2"), "15")]),
+            None
+        );
+    }
+
     /// Regression: "What does it cost to board a cat at the clinic for 6 nights?" answered
     /// "18 euros" (one night's price, found in the documents): no check saw the step left out.
     #[test]
@@ -1944,6 +2335,8 @@ mod tests {
             "Who has more than 5 items on loan?",
             "Which pet came on 2025-03-10?",
             "How many visits took place in April? Use MONTH(visit_date) = 4 in the query.",
+            "Job 15 needs a courtesy car. What does it cost?",
+            "What was charged for booking 7?",
         ] {
             assert!(
                 unused_quantities(task, "It is 48 euros.", &[], &[]).is_empty(),
@@ -2040,5 +2433,27 @@ mod tests {
             None
         );
         assert!(order_message("oldest", "youngest").contains("lists the youngest first"));
+    }
+
+    /// Regression (issue 19, the garage suite): asked who had been a customer the longest,
+    /// the 1.5B model ordered by the date they came `DESC LIMIT 1`, was told the most recent
+    /// came first, and named the newest customer as the one of longest standing.
+    #[test]
+    fn the_longest_over_dates_is_the_earliest_end() {
+        let q = "SELECT fname, lname, since FROM cust ORDER BY since DESC LIMIT 1";
+        let r = "fname | lname | since\nBilal | Yilmaz | 2025-01-27\n(ordered by since DESC: the latest date first: the most recent first)";
+        assert_eq!(
+            order_contradiction("Bilal Yilmaz has been our customer the longest.", q, r),
+            Some(("longest".to_string(), "most recent".to_string()))
+        );
+        let r = "fname\nNora\n(ordered by since: the earliest date first: the longest ago first)";
+        assert_eq!(
+            order_contradiction(
+                "Nora has been our customer the longest.",
+                &q.replace(" DESC", ""),
+                r
+            ),
+            None
+        );
     }
 }

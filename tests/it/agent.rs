@@ -1317,6 +1317,53 @@ fn a_total_answered_with_the_amounts_it_is_made_of_is_sent_back_once() {
     }
 }
 
+/// Regression (issue 19, the garage suite): "What does the labour on job 12 cost, before
+/// VAT?" was answered "about 6.20 euros", the job's hours divided by 1.21, and, told only to
+/// find the rate, the model multiplied the hours by a rate it made up. A sum of money worked
+/// out with no price in the calculation is sent back once, to a round that may only look
+/// something up; an answer computed from a price is not.
+#[test]
+fn a_sum_of_money_worked_out_with_no_price_is_sent_back_to_a_lookup() {
+    let task = "What does renting the Bell for 3 days cost, with 19% VAT?";
+    let query = json!({"query": "SELECT price FROM products WHERE name = 'Bell'"});
+    let pick = |k: &EventKind| match k {
+        EventKind::PriceCheck {
+            amount, expression, ..
+        } => Some((amount.clone(), expression.clone())),
+        _ => None,
+    };
+    let (r, checked, allowed, text, _) = run_on_orders(
+        task,
+        vec![
+            calc("3 * 1.19"),
+            answer("Renting the Bell for 3 days costs 3.57 euros."),
+            step("sql", query.clone()),
+            calc("21 * 3 * 1.19"),
+            answer("Renting the Bell for 3 days costs 74.97 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("Renting the Bell for 3 days costs 74.97 euros.", 5)
+    );
+    assert_eq!(checked, [("3.57".to_string(), "3 * 1.19".to_string())]);
+    assert_eq!(allowed[2], ["sql"], "{allowed:?}");
+    assert!(text.contains("none of those numbers is a price"), "{text}");
+    // Worked out from the price the query found: no check.
+    let (r, checked, _, _, _) = run_on_orders(
+        task,
+        vec![
+            step("sql", query),
+            calc("21 * 3 * 1.19"),
+            answer("Renting the Bell for 3 days costs 74.97 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(r.rounds, 3);
+    assert!(checked.is_empty(), "{checked:?}");
+}
+
 /// Regression (issue 19): "Tomás Ruiz brings his dog on his June stay. What will the dog
 /// cost?" was answered "20 euros per night", the documents' rate, with the stay's four nights
 /// in the rows shown. An answer that gives its amount per day or night, or a value of a column
