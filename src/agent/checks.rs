@@ -273,6 +273,17 @@ impl<'a> View<'a> {
             .collect()
     }
 
+    /// [`Self::calculations`] without the rounds of answers sent back (whose observations
+    /// are the checks' messages, quoting the answer).
+    fn worked(&self) -> Vec<(Option<&str>, &str)> {
+        self.calculations()
+            .into_iter()
+            .zip(&self.steps)
+            .filter(|(_, s)| !s.as_ref().is_some_and(|v| v["action"] == FINAL_ANSWER))
+            .map(|(r, _)| r)
+            .collect()
+    }
+
     /// What the model was shown: the context before round 1 and the tools' results.
     fn seen(&self) -> Vec<&str> {
         self.a
@@ -471,7 +482,7 @@ fn days(v: &View) -> Option<SendBack> {
 fn price(v: &View) -> Option<SendBack> {
     let (told, notes) = (v.told(), v.notes());
     let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
-    let found = super::evidence::priceless(v.a.answer, &base, &v.calculations())?;
+    let found = super::evidence::priceless(v.a.answer, &base, &v.worked())?;
     let observation = super::evidence::priceless_message(&found);
     let event = EventKind::PriceCheck {
         round: v.a.round,
@@ -530,13 +541,7 @@ fn again(v: &View) -> Option<SendBack> {
     }
     let (told, notes) = (v.told(), v.notes());
     let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
-    let called: Vec<(Option<&str>, &str)> = v
-        .calculations()
-        .into_iter()
-        .zip(&v.steps)
-        .filter(|(_, s)| !s.as_ref().is_some_and(|v| v["action"] == FINAL_ANSWER))
-        .map(|(r, _)| r)
-        .collect();
+    let called = v.worked();
     let checked = super::evidence::check_with_thought(v.a.answer, v.a.thought, &base, &called);
     let sampled = sampled_values(v.a.answer, &told, &notes, &called);
     let again: Vec<String> =
@@ -583,7 +588,10 @@ fn again(v: &View) -> Option<SendBack> {
 fn evidence(v: &View) -> Option<SendBack> {
     let (told, notes) = (v.told(), v.notes());
     let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
-    let rounds = v.calculations();
+    // Not the rounds of answers sent back: their observations are the checks' messages,
+    // which quote the answer. Regression: the price check's message quoted "1.50", a rate
+    // copied from the worked example, and the evidence check then took it for evidence.
+    let rounds = v.worked();
     let checked = super::evidence::check_with_thought(v.a.answer, v.a.thought, &base, &rounds);
     let round = v.a.round;
     let missing = checked.unsupported;

@@ -1362,6 +1362,25 @@ fn a_sum_of_money_worked_out_with_no_price_is_sent_back_to_a_lookup() {
     );
     assert_eq!(r.rounds, 3);
     assert!(checked.is_empty(), "{checked:?}");
+    // The check's message quotes the answer's amount: that is no evidence for the next
+    // answer. (Regression: a rate copied from the worked example, 1.50, quoted by the
+    // message, then passed the evidence check.)
+    let flagged = |k: &EventKind| match k {
+        EventKind::EvidenceCheck { unsupported, .. } => Some(unsupported.clone()),
+        _ => None,
+    };
+    let (_, checked, _, _, _) = run_on_orders(
+        task,
+        vec![
+            calc("1.5 * 3"),
+            answer("Renting the Bell for 3 days costs 4.50 euros."),
+            step("sql", json!({"query": "SELECT name FROM products"})),
+            answer("Renting the Bell for 3 days costs 4.50 euros."),
+            answer("Renting the Bell for 3 days costs 4.50 euros."),
+        ],
+        flagged,
+    );
+    assert_eq!(checked, [["4.50"]]);
 }
 
 /// Regression (issue 19): "Tomás Ruiz brings his dog on his June stay. What will the dog
