@@ -44,8 +44,6 @@ pub(super) enum Check {
     Rate,
     /// A count of days that no two dates of a row shown give.
     Days,
-    /// A sum of money worked out by a calculation with no price in it.
-    Price,
     /// A value for a name, from a passage the search said does not hold the name.
     Another,
     /// Values the evidence check sent back, given again with nothing behind them.
@@ -68,7 +66,6 @@ impl Check {
             Check::Total => "total_check",
             Check::Rate => "rate_check",
             Check::Days => "days_check",
-            Check::Price => "price_check",
             Check::Another => "another_check",
             Check::Again => "again_check",
             Check::Evidence => "evidence_check",
@@ -80,7 +77,7 @@ impl Check {
 type Test = fn(&View) -> Option<SendBack>;
 
 /// The checks in the order they run, each with its test of an answer.
-const CHECKS: [(Check, Test); 13] = [
+const CHECKS: [(Check, Test); 12] = [
     (Check::Echo, echo),
     (Check::Example, example),
     (Check::Order, order),
@@ -90,7 +87,6 @@ const CHECKS: [(Check, Test); 13] = [
     (Check::Total, total),
     (Check::Rate, rate),
     (Check::Days, days),
-    (Check::Price, price),
     (Check::Another, another),
     (Check::Again, again),
     (Check::Evidence, evidence),
@@ -110,9 +106,6 @@ pub(super) struct SendBack {
     pub must_call: bool,
     /// The next round may only query the database.
     pub must_query: bool,
-    /// The next round may only look something up: query the database or search the
-    /// documents (whichever are on).
-    pub must_look_up: bool,
     /// Texts the next round may not write.
     pub forbid_next: Vec<String>,
     /// The values the evidence check found no ground for (as the answer wrote them), kept
@@ -129,7 +122,6 @@ impl SendBack {
             event,
             must_call: false,
             must_query: false,
-            must_look_up: false,
             forbid_next: Vec::new(),
             flagged: Vec::new(),
         }
@@ -145,13 +137,6 @@ impl SendBack {
     fn querying(mut self) -> SendBack {
         self.must_call = true;
         self.must_query = true;
-        self
-    }
-
-    /// The same, the next round made to look something up (a query or a search).
-    fn looking_up(mut self) -> SendBack {
-        self.must_call = true;
-        self.must_look_up = true;
         self
     }
 }
@@ -477,23 +462,6 @@ fn days(v: &View) -> Option<SendBack> {
     Some(SendBack::new(Check::Days, event, observation).calling())
 }
 
-/// A sum of money that a calculation with no price in it gave (hours times a VAT factor):
-/// the price that applies was never found.
-fn price(v: &View) -> Option<SendBack> {
-    let (told, notes) = (v.told(), v.notes());
-    let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
-    let found = super::evidence::priceless(v.a.answer, &base, &v.worked())?;
-    let observation = super::evidence::priceless_message(&found);
-    let event = EventKind::PriceCheck {
-        round: v.a.round,
-        amount: found.amount,
-        expression: found.expression,
-    };
-    // A lookup: told only to find the price, the 1.5B model called the calculator with a
-    // rate it made up (the worked example's ticket price).
-    Some(SendBack::new(Check::Price, event, observation).looking_up())
-}
-
 /// A value given for a name that a search said none of its passages holds, found only in
 /// those passages. The value is not the name's: the next round may not write it, and must
 /// query the database while it is on (told only, the 1.5B model searched the same words again
@@ -589,8 +557,9 @@ fn evidence(v: &View) -> Option<SendBack> {
     let (told, notes) = (v.told(), v.notes());
     let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
     // Not the rounds of answers sent back: their observations are the checks' messages,
-    // which quote the answer. Regression: the price check's message quoted "1.50", a rate
-    // copied from the worked example, and the evidence check then took it for evidence.
+    // which quote the answer ("your answer's 16 is not the days between…"). Regression: a
+    // rate made up from the worked example, quoted by an earlier check's message, then
+    // passed this check as if a tool had shown it.
     let rounds = v.worked();
     let checked = super::evidence::check_with_thought(v.a.answer, v.a.thought, &base, &rounds);
     let round = v.a.round;

@@ -120,9 +120,6 @@ struct Rounds {
     /// the documents' late fee, sent back, then `48 + 7.50` on the calculator and the same
     /// answer again.
     must_query: bool,
-    /// The next round must look something up (the `sql` and `search` actions only, where
-    /// the task has them): set when a sum of money was worked out with no price in it.
-    must_look_up: bool,
 }
 
 impl Rounds {
@@ -506,7 +503,6 @@ impl<P: Policy> Agent<P> {
             checked: Vec::new(),
             must_call: false,
             must_query: false,
-            must_look_up: false,
             flagged: Vec::new(),
             forbid_next: Vec::new(),
             example,
@@ -619,12 +615,6 @@ impl<P: Policy> Agent<P> {
             && allowed.iter().any(|t| t.name == crate::tools::sql::NAME)
         {
             allowed.retain(|t| t.name == crate::tools::sql::NAME);
-        }
-        let looks_up = |t: &super::step::StepTool| {
-            t.name == crate::tools::sql::NAME || t.name == crate::tools::search::NAME
-        };
-        if std::mem::take(&mut st.must_look_up) && allowed.iter().any(looks_up) {
-            allowed.retain(looks_up);
         }
         let with_final = !std::mem::take(&mut st.must_call) || allowed.is_empty();
         let mut names: Vec<String> = allowed.iter().map(|t| t.name.clone()).collect();
@@ -1064,7 +1054,6 @@ impl<P: Policy> Agent<P> {
                 st.checked.push(back.check);
                 st.must_call |= back.must_call;
                 st.must_query |= back.must_query;
-                st.must_look_up |= back.must_look_up;
                 st.forbid_next = back.forbid_next;
                 if !back.flagged.is_empty() {
                     st.flagged = back.flagged;
