@@ -532,31 +532,11 @@ const BACK_WORDS: &[&str] = &["otherwise", "else", "however", "but", "other", "o
 
 /// Words that, after an opening "For", "All" or "Any", point back to the line before: a
 /// comparison ("For shorter jobs", "For larger groups") or "other" ("All other items").
+#[rustfmt::skip]
 const BACK_AFTER_FOR: &[&str] = &[
-    "other",
-    "others",
-    "shorter",
-    "longer",
-    "smaller",
-    "larger",
-    "bigger",
-    "older",
-    "younger",
-    "higher",
-    "lower",
-    "fewer",
-    "more",
-    "less",
-    "later",
-    "earlier",
-    "heavier",
-    "lighter",
-    "cheaper",
-    "dearer",
-    "remaining",
-    "such",
-    "these",
-    "those",
+    "other", "others", "shorter", "longer", "smaller", "larger", "bigger", "older", "younger",
+    "higher", "lower", "fewer", "more", "less", "later", "earlier", "heavier", "lighter", "cheaper",
+    "dearer", "remaining", "such", "these", "those",
 ];
 
 /// Whether `line` opens as the other half of a rule begun on the line before it ([`BACK_WORDS`],
