@@ -1322,6 +1322,7 @@ fn a_total_answered_with_the_amounts_it_is_made_of_is_sent_back_once() {
 /// the next answer, which gave it again. The messages of answers sent back are no evidence.
 #[test]
 fn a_value_quoted_by_a_check_message_is_no_evidence_for_the_next_answer() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("stays.sqlite");
     rusqlite::Connection::open(&db)
@@ -1331,7 +1332,6 @@ fn a_value_quoted_by_a_check_message_is_no_evidence_for_the_next_answer() {
              INSERT INTO stays VALUES (1, 'Ann Lee', '2025-03-02', '2025-03-05');",
         )
         .unwrap();
-    use cairn::tools::sql::{SqlOptions, SqlTool};
     let (mut a, events) = agent(
         vec![
             answer("Ann Lee stayed 16 nights."),
