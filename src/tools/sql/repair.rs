@@ -204,6 +204,13 @@ pub(super) fn days_between(
     let mut changed: Vec<(String, String)> = Vec::new();
     let mut i = 0;
     while i < ps.len() {
+        if let Some((new, rest, written_as, used)) = aggregates_between(conn, sql, tables, &ps, i) {
+            out.push_str(&new);
+            out.push_str(rest);
+            changed.push((written_as, new));
+            i += used;
+            continue;
+        }
         if let (Some(Piece::Name(a)), Some(Piece::Other(op)), Some(Piece::Name(b))) =
             (ps.get(i), ps.get(i + 1), ps.get(i + 2))
         {
@@ -229,8 +236,9 @@ pub(super) fn days_between(
                 });
                 if dates {
                     let (a, b) = (written(a), written(b));
-                    out.push_str(&format!("(julianday({a}) - julianday({b}))"));
-                    changed.push((a, b));
+                    let new = format!("(julianday({a}) - julianday({b}))");
+                    out.push_str(&new);
+                    changed.push((format!("{a} - {b}"), new));
                     i += 3;
                     continue;
                 }
@@ -247,7 +255,13 @@ pub(super) fn days_between(
     }
     let said: Vec<String> = changed
         .iter()
-        .map(|(a, b)| format!("{a} - {b} as julianday({a}) - julianday({b})"))
+        .map(|(old, new)| {
+            let new = new
+                .strip_prefix('(')
+                .and_then(|n| n.strip_suffix(')'))
+                .unwrap_or(new);
+            format!("{old} as {new}")
+        })
         .collect();
     Some((
         out,
@@ -257,6 +271,75 @@ pub(super) fn days_between(
             said.join(", ")
         ),
     ))
+}
+
+/// The aggregates whose difference [`days_between`] counts in days: over dates as text,
+/// `SUM` and `AVG` add up years, `MIN` and `MAX` pick the earliest and latest date.
+const DATE_AGGREGATES: [&str; 5] = ["SUM", "AVG", "TOTAL", "MIN", "MAX"];
+
+/// At `ps[i]`, `F(A) - G(B)` with `F` and `G` of [`DATE_AGGREGATES`] and `A`, `B` columns
+/// holding dates as text: the same difference in days (`SUM(julianday(A))`, and
+/// `julianday(MAX(A))` for the earliest and latest), the text after it in its last piece,
+/// the difference as it was written, and how many pieces it took. Regression: "How many nights did Greta Novak stay with us in total?" ran
+/// `SUM(Departure) - SUM(Arrival)`, which SQLite reads as a sum of years, got 0, and the
+/// 1.5B model answered "0 nights" (it is 9).
+fn aggregates_between<'p>(
+    conn: &Connection,
+    sql: &str,
+    tables: &[String],
+    ps: &'p [Piece],
+    i: usize,
+) -> Option<(String, &'p str, String, usize)> {
+    let aggregate = |k: usize| match ps.get(k) {
+        Some(Piece::Name(p)) if p.len() == 1 => DATE_AGGREGATES
+            .iter()
+            .find(|f| f.eq_ignore_ascii_case(&p[0]))
+            .copied(),
+        _ => None,
+    };
+    let other = |k: usize| -> Option<&'p str> {
+        match ps.get(k) {
+            Some(Piece::Other(s)) => Some(s.as_str()),
+            _ => None,
+        }
+    };
+    let date_column = |k: usize| match ps.get(k) {
+        Some(Piece::Name(parts))
+            if table_of(conn, sql, tables, parts).is_some_and(|t| {
+                holds_text_dates(conn, &t, bare(parts.last().expect("a name has a part")))
+            }) =>
+        {
+            Some(written(parts))
+        }
+        _ => None,
+    };
+    let (f, g) = (aggregate(i)?, aggregate(i + 4)?);
+    if other(i + 1)?.trim() != "(" || other(i + 5)?.trim() != "(" {
+        return None;
+    }
+    let minus = other(i + 3)?.trim().strip_prefix(')')?.trim();
+    let close = other(i + 7)?.trim_start();
+    if minus != "-" || !close.starts_with(')') {
+        return None;
+    }
+    // A product or quotient on either side would bind to it first.
+    let before = match i.checked_sub(1).and_then(|j| ps.get(j)) {
+        Some(Piece::Other(s)) => s.trim_end().chars().next_back(),
+        _ => None,
+    };
+    let after = close[1..].trim_start().chars().next();
+    if matches!(before, Some('*' | '/' | '%' | '-' | '.')) || matches!(after, Some('*' | '/' | '%'))
+    {
+        return None;
+    }
+    let (a, b) = (date_column(i + 2)?, date_column(i + 6)?);
+    let days = |f: &str, c: &str| match f {
+        "MIN" | "MAX" => format!("julianday({f}({c}))"),
+        _ => format!("{f}(julianday({c}))"),
+    };
+    let new = format!("({} - {})", days(f, &a), days(g, &b));
+    let written_as = format!("{f}({a}) - {g}({b})");
+    Some((new, &close[1..], written_as, 8))
 }
 
 /// For "no such column: Q.col", where the query names a table as Q that lacks `col` and
@@ -380,6 +463,41 @@ mod tests {
             fixed.starts_with("SELECT (julianday(b.Departure) - julianday(b.Arrival)) FROM"),
             "{fixed}"
         );
+    }
+
+    #[test]
+    fn a_difference_of_aggregates_of_text_dates_is_counted_in_days() {
+        // Regression: `SUM(Departure) - SUM(Arrival)` summed years and answered 0 nights.
+        let conn = hotel();
+        let sql = "SELECT SUM(Departure) - SUM(Arrival) FROM Booking WHERE GuestId = 3";
+        let (fixed, note) = days_between(&conn, sql, &tables()).unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT (SUM(julianday(Departure)) - SUM(julianday(Arrival))) FROM Booking WHERE GuestId = 3"
+        );
+        assert!(
+            note.contains("SUM(Departure) - SUM(Arrival) as SUM(julianday(Departure)) - SUM(julianday(Arrival))"),
+            "{note}"
+        );
+        let nights: f64 = conn.query_row(&fixed, [], |r| r.get(0)).unwrap();
+        assert_eq!(nights, 9.0);
+        // The latest departure less the earliest arrival, through an alias.
+        let sql = "SELECT max(b.Departure) - MIN(b.Arrival) AS span FROM Booking b";
+        let (fixed, _) = days_between(&conn, sql, &tables()).unwrap();
+        assert_eq!(
+            fixed,
+            "SELECT (julianday(MAX(b.Departure)) - julianday(MIN(b.Arrival))) AS span FROM Booking b"
+        );
+        let span: f64 = conn.query_row(&fixed, [], |r| r.get(0)).unwrap();
+        assert_eq!(span, 54.0);
+        // Not dates, or a product binding first: left alone.
+        for sql in [
+            "SELECT SUM(RoomNo) - SUM(GuestId) FROM Booking",
+            "SELECT 2 * SUM(Departure) - SUM(Arrival) FROM Booking",
+            "SELECT SUM(Departure) - SUM(Arrival) * 2 FROM Booking",
+        ] {
+            assert_eq!(days_between(&conn, sql, &tables()), None, "{sql}");
+        }
     }
 
     #[test]
