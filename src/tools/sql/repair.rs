@@ -7,7 +7,8 @@
 //!   a hotel's bookings, "How many nights did Greta Novak stay with us in total?" ran
 //!   `SUM(Departure - Arrival)`, got 0, and the 1.5B model answered "0 nights" (it is 9).
 //!   [`days_between`] rewrites such a difference when both sides are columns whose stored
-//!   values read `YYYY-MM-DD`.
+//!   values read `YYYY-MM-DD`, and a difference of their aggregates (`SUM(Departure) -
+//!   SUM(Arrival)`, `MAX(Departure) - MIN(Arrival)`) likewise.
 //! - **A column under the wrong alias.** `SELECT T2.Name FROM Booking AS T1 JOIN Guest AS T2
 //!   … WHERE T2.RoomNo = 303` fails with "no such column: T2.RoomNo" where only one other
 //!   table of the query, T1, has `RoomNo`. The error's hint said to write `T1.RoomNo`; the
