@@ -193,6 +193,12 @@ fn holds_text_dates(conn: &Connection, table: &str, column: &str) -> bool {
     seen > 0
 }
 
+/// Whether the column reference `parts` of `sql` is a column holding dates as text.
+fn is_date_column(conn: &Connection, sql: &str, tables: &[String], parts: &[String]) -> bool {
+    table_of(conn, sql, tables, parts)
+        .is_some_and(|t| holds_text_dates(conn, &t, bare(parts.last().expect("a name has a part"))))
+}
+
 /// `sql` with each `A - B` whose sides are both columns holding dates as text written as
 /// `(julianday(A) - julianday(B))`, and a note saying so; `None` when there is none.
 pub(super) fn days_between(
@@ -230,11 +236,9 @@ pub(super) fn days_between(
                 && !matches!(before, Some('*' | '/' | '%' | '-' | '.'))
                 && !binds(after)
             {
-                let dates = [a, b].iter().all(|parts| {
-                    table_of(conn, sql, tables, parts).is_some_and(|t| {
-                        holds_text_dates(conn, &t, bare(parts.last().expect("a name has a part")))
-                    })
-                });
+                let dates = [a, b]
+                    .iter()
+                    .all(|parts| is_date_column(conn, sql, tables, parts));
                 if dates {
                     let (a, b) = (written(a), written(b));
                     let new = format!("(julianday({a}) - julianday({b}))");
@@ -281,9 +285,9 @@ const DATE_AGGREGATES: [&str; 5] = ["SUM", "AVG", "TOTAL", "MIN", "MAX"];
 /// At `ps[i]`, `F(A) - G(B)` with `F` and `G` of [`DATE_AGGREGATES`] and `A`, `B` columns
 /// holding dates as text: the same difference in days (`SUM(julianday(A))`, and
 /// `julianday(MAX(A))` for the earliest and latest), the text after it in its last piece,
-/// the difference as it was written, and how many pieces it took. Regression: "How many nights did Greta Novak stay with us in total?" ran
-/// `SUM(Departure) - SUM(Arrival)`, which SQLite reads as a sum of years, got 0, and the
-/// 1.5B model answered "0 nights" (it is 9).
+/// the difference as it was written, and how many pieces it took. Regression: "How many
+/// nights did Greta Novak stay with us in total?" ran `SUM(Departure) - SUM(Arrival)`, which
+/// SQLite reads as a sum of years, got 0, and the 1.5B model answered "0 nights" (it is 9).
 fn aggregates_between<'p>(
     conn: &Connection,
     sql: &str,
@@ -305,11 +309,7 @@ fn aggregates_between<'p>(
         }
     };
     let date_column = |k: usize| match ps.get(k) {
-        Some(Piece::Name(parts))
-            if table_of(conn, sql, tables, parts).is_some_and(|t| {
-                holds_text_dates(conn, &t, bare(parts.last().expect("a name has a part")))
-            }) =>
-        {
+        Some(Piece::Name(parts)) if is_date_column(conn, sql, tables, parts) => {
             Some(written(parts))
         }
         _ => None,
