@@ -515,7 +515,7 @@ fn again(v: &View) -> Option<SendBack> {
     let again: Vec<String> =
         v.a.flagged
             .iter()
-            .filter(|f| super::evidence::holds_word(v.a.answer, f))
+            .filter(|f| crate::tools::holds_word(v.a.answer, f))
             .filter(|f| checked.unsupported.contains(f) || sampled.contains(f))
             .cloned()
             .collect();

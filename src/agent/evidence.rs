@@ -12,6 +12,7 @@
 
 use std::sync::OnceLock;
 
+use crate::tools::holds_word;
 use crate::tools::search::{CONTEXT_HEADING, NO_PASSAGE_HOLDS};
 use crate::tools::sql::PARTIAL_SAMPLE;
 
@@ -729,17 +730,6 @@ pub fn order_contradiction(answer: &str, query: &str, result: &str) -> Option<(S
     }
     let said = other.iter().find(|w| has(w))?;
     Some((said.to_string(), first))
-}
-
-/// Whether `text` holds `word` (any case) as a whole word or phrase: "oldest" is in "the
-/// oldest member", not in "boldest".
-pub(crate) fn holds_word(text: &str, word: &str) -> bool {
-    let (text, word) = (text.to_lowercase(), word.to_lowercase());
-    text.match_indices(&word).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + word.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    })
 }
 
 /// What the loop tells the model when its answer names the `said` end of an order and the

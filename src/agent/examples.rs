@@ -439,7 +439,7 @@ fn named_tools<'a>(task: &str, tools: &'a [ToolInfo]) -> HashSet<&'a str> {
 /// River Oracle. How much do I have to pay?" was answered "The book is in the Blue Hall, but I
 /// don't know how many seats it has", the lookup example's hall.
 pub fn echoed(example: &Example, answer: &str, seen: &[&str]) -> Vec<String> {
-    let holds = super::evidence::holds_word;
+    let holds = crate::tools::holds_word;
     example
         .own
         .iter()

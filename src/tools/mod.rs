@@ -616,6 +616,17 @@ pub fn truncate(mut obs: Observation, max_chars: usize) -> Observation {
     obs
 }
 
+/// Whether `text` holds `word` (any case) as a whole word or phrase: "oldest" is in "the
+/// oldest member", not in "boldest".
+pub fn holds_word(text: &str, word: &str) -> bool {
+    let (text, word) = (text.to_lowercase(), word.to_lowercase());
+    text.match_indices(&word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
 /// `text` with every control character other than newline and tab made visible as `\xNN`
 /// (two lowercase hex digits): C0 (U+0000 to U+001F), DEL (U+007F) and C1 (U+0080 to U+009F),
 /// so `ESC [31m` becomes `\x1b[31m`. A carriage return before a newline is dropped (a CRLF

@@ -159,12 +159,9 @@ impl SearchTool {
 /// ("Hugo Lambert"), each alone when some are held. Regression: a search for "Corolla Corolla
 /// MOT test" found the passage on the MOT test's price, was told no passage held "Corolla
 /// Corolla MOT", and the model answered that the search found nothing; the note now names
-/// "Corolla" only.
+/// "Corolla" only. Words are matched whole: "MOT" is not held by a passage on the motor.
 fn unheld(name: &str, snippets: &[String]) -> Vec<String> {
-    let holds = |s: &str| {
-        let s = s.to_lowercase();
-        snippets.iter().any(|t| t.contains(&s))
-    };
+    let holds = |s: &str| snippets.iter().any(|t| super::holds_word(t, s));
     if holds(name) {
         return Vec::new();
     }

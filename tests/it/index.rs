@@ -493,6 +493,27 @@ fn a_search_says_which_names_of_the_query_no_passage_holds() {
         "{}",
         obs.text
     );
+    // A name is held only as a whole word: "MOT" is not in "motor". Before, a passage on the
+    // motor was taken to hold the MOT, and no note was given.
+    std::fs::write(
+        root.join("prices.md"),
+        "# Cars\n\nThe motor of every car is checked yearly.\n",
+    )
+    .unwrap();
+    Index::open_or_create(&idx_path)
+        .unwrap()
+        .update(std::slice::from_ref(&root))
+        .unwrap();
+    let obs = reg
+        .call_value("search", &json!({"query": "car MOT check"}))
+        .unwrap();
+    assert!(obs.text.contains("The motor of every car"), "{}", obs.text);
+    assert!(
+        obs.text
+            .ends_with("(no passage shown holds \"MOT\": these match the query's other words)"),
+        "{}",
+        obs.text
+    );
 }
 
 /// Regression (issue 19, the garage suite): asked what a courtesy car costs for a job of 5
