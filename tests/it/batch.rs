@@ -250,6 +250,50 @@ fn eval_refuses_a_suite_task_without_expected_answers() {
         ));
 }
 
+/// Regression: every `cairn eval` stopped before its end (Ctrl-C, a kill) left its private
+/// memory file in the temp folder for good. An eval now removes its own when it ends, and
+/// those of evals whose process is gone when it starts; a running process's file stays.
+#[test]
+fn eval_removes_its_memory_file_and_those_of_killed_evals() {
+    let (dir, model) = crate::common::tiny_model(&crate::common::TinySpec::llama());
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // A process id no system hands out (above Linux's limit of 2^22), and this test's own.
+    let dead = tmp.join("cairn-eval-4999999-cairn-17.sqlite");
+    let live = tmp.join(format!("cairn-eval-{}-cairn-17.sqlite", std::process::id()));
+    let other = tmp.join("cairn-eval-notes.sqlite");
+    for f in [&dead, &live, &other] {
+        std::fs::write(f, "x").unwrap();
+    }
+    let mut wal = dead.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::write(&wal, "x").unwrap();
+    let suite = dir.path().join("suite.jsonl");
+    std::fs::write(
+        &suite,
+        "{\"id\": \"a\", \"task\": \"What is 1 + 1?\", \"expect\": [\"2\"]}\n",
+    )
+    .unwrap();
+    cairn(dir.path())
+        .env("TMPDIR", &tmp)
+        .args(["eval", "-q", "--max-rounds", "1", "--model"])
+        .arg(&model)
+        .arg(&suite)
+        .assert()
+        .success();
+    let mut left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut want = vec![
+        "cairn-eval-notes.sqlite".to_string(),
+        live.file_name().unwrap().to_string_lossy().into_owned(),
+    ];
+    want.sort();
+    assert_eq!(left, want);
+}
+
 /// A finished task's output line, as a batch writes it.
 fn done_line(id: &str) -> String {
     format!(

@@ -242,19 +242,21 @@ fn run_loop(
     tasks: &[Task],
     kind: LoopKind,
 ) -> anyhow::Result<Vec<OutputLine>> {
-    // A private memory file, so earlier evaluations cannot leak into this one.
-    let memory = std::env::temp_dir().join(format!(
-        "cairn-eval-{}-{}-{}.sqlite",
+    // A private memory file, so earlier evaluations cannot leak into this one; removed when
+    // the loop ends, and by a later eval when this process was killed first.
+    sweep_eval_memories(&std::env::temp_dir());
+    let memory = EvalMemory(std::env::temp_dir().join(format!(
+        "{EVAL_MEMORY_PREFIX}{}-{}-{}.sqlite",
         std::process::id(),
         kind.as_str(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0)
-    ));
+    )));
     let groups = batch::plan(tasks, None);
     let jobs = args.jobs.min(groups.len()).max(1);
-    let agents = build_agents(config, printer, &args.agent, jobs, Some(&memory), false)?;
+    let agents = build_agents(config, printer, &args.agent, jobs, Some(&memory.0), false)?;
     let mut progress = Progress::new(printer, tasks.len(), kind.as_str());
     let mut lines: Vec<Option<OutputLine>> = vec![None; tasks.len()];
     let session_of = |t: &Task| {
@@ -268,10 +270,76 @@ fn run_loop(
         progress.tick(&line);
         lines[i] = Some(line);
     });
-    for ext in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{ext}", memory.display()));
-    }
     Ok(lines.into_iter().flatten().collect())
+}
+
+/// How the names of eval's private memory files begin: `cairn-eval-PID-LOOP-NANOS.sqlite`.
+const EVAL_MEMORY_PREFIX: &str = "cairn-eval-";
+
+/// An eval's private memory file, removed with its `-wal` and `-shm` files when dropped (the
+/// loop ended, or returned an error).
+struct EvalMemory(PathBuf);
+
+impl Drop for EvalMemory {
+    fn drop(&mut self) {
+        remove_memory_files(&self.0);
+    }
+}
+
+/// Removes a memory file and the `-wal` and `-shm` files SQLite keeps beside it.
+fn remove_memory_files(path: &std::path::Path) {
+    for ext in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(ext);
+        let _ = std::fs::remove_file(name);
+    }
+}
+
+/// Removes the private memory files in `dir` of evals whose process is gone (killed, or
+/// stopped with Ctrl-C, before they could remove their own). Regression: every interrupted
+/// `cairn eval` left its memory file, up to megabytes with its log, in the temp folder for
+/// good. Files of a process still running are left alone; so is anything not named as eval
+/// names them.
+fn sweep_eval_memories(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name.strip_prefix(EVAL_MEMORY_PREFIX) else {
+            continue;
+        };
+        let Some(stem) = rest.strip_suffix(".sqlite") else {
+            continue;
+        };
+        let Some(pid) = stem.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if stem.split('-').count() == 3 && !process_alive(pid) {
+            remove_memory_files(&entry.path());
+        }
+    }
+}
+
+/// Whether a process with this id runs (on systems where that cannot be asked: yes, so
+/// nothing is removed).
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return true;
+        };
+        // SAFETY: kill(2) with signal 0 sends nothing; it only asks whether the process
+        // exists (ESRCH when it does not, EPERM when it is another user's).
+        let r = unsafe { libc::kill(pid, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 /// Runs `cairn eval`.
