@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Re-checks the SQL-based expected answers of the clinic, library, trade, hotel and garage
-suites.
+"""Re-checks the SQL-based expected answers of the clinic, library, trade, hotel, garage and
+office suites.
 
 For every sql, two_tool and multi_turn task whose answer comes from the database, this runs
 the query that answers it on examples/NAME.sqlite (any arithmetic on the result is done here
@@ -334,6 +334,88 @@ CHECKS = {
             "SELECT sum(p.unit_cost * jp.qty) * 1.2 + 15 * sum(jp.qty) FROM job_part jp "
             "JOIN part p ON p.part_no = jp.part_no WHERE jp.job_id = 6 AND p.descr LIKE 'tyre%'",
             lambda rows: round(first(rows), 2)),
+    },
+    "office": {
+        "office-sql-1": (
+            "SELECT count(*) FROM hr_employee e JOIN hr_department d ON d.id = e.department_id "
+            "WHERE d.name = 'Customer Support' AND e.left_on IS NULL", None),
+        "office-sql-2": (
+            "SELECT e.first_name || ' ' || e.last_name FROM hr_department d "
+            "JOIN hr_employee e ON e.id = d.head_id WHERE d.name = 'Sales'", None),
+        "office-sql-3": (
+            "SELECT e.first_name || ' ' || e.last_name FROM payroll_timesheet t "
+            "JOIN hr_employee e ON e.id = t.employee_id "
+            "GROUP BY e.id ORDER BY sum(t.overtime_hours) DESC LIMIT 1", None),
+        "office-sql-4": (
+            "SELECT count(*) FROM hr_employee WHERE contract_hours < 40 AND left_on IS NULL", None),
+        "office-sql-5": (
+            "SELECT sum(c.km) FROM expenses_claim c JOIN hr_employee e ON e.id = c.employee_id "
+            "WHERE e.first_name = 'Siobhan' AND e.last_name = 'O''Neill' AND c.category = 'mileage'", None),
+        "office-sql-6": (
+            "SELECT sum(days) FROM hr_leaverequest WHERE kind = 'sick' AND start_date LIKE '2025-%'", None),
+        "office-sql-7": (
+            "SELECT c.title FROM training_enrolment x JOIN training_course c ON c.id = x.course_id "
+            "GROUP BY c.id ORDER BY count(*) DESC LIMIT 1", None),
+        "office-sql-8": ("SELECT count(*) FROM hr_leaverequest WHERE status = 'pending'", None),
+        "office-sql-9": (
+            "SELECT left_on FROM hr_employee WHERE first_name = 'Bram' AND last_name = 'Visser'", None),
+        "office-sql-10": (
+            "SELECT first_name || ' ' || last_name FROM hr_employee "
+            "WHERE job_title LIKE '%Developer%' AND contract_hours < 40 AND left_on IS NULL", None),
+        "office-sql-11": (
+            "SELECT sum(amount) FROM expenses_claim WHERE category = 'travel' AND status = 'paid'",
+            lambda rows: round(first(rows), 2)),
+        # overtime-and-pay.md: hourly rate = monthly salary / 173 (full time), overtime at 1.5
+        # times it, Sunday hours at 2 times it; no overtime pay from 5,000 euros a month.
+        "office-two-1": (
+            "SELECT CASE WHEN e.monthly_salary >= 5000 THEN 0 ELSE "
+            "e.monthly_salary / 173 * (1.5 * t.overtime_hours + 2 * t.sunday_hours) END "
+            "FROM payroll_timesheet t JOIN hr_employee e ON e.id = t.employee_id "
+            "WHERE e.first_name = 'Tom' AND e.last_name = 'Hendriks' AND t.week_start = '2025-03-10'",
+            lambda rows: round(first(rows), 2)),
+        # annual-leave.md: 25 days times contract hours / 40; 2 extra days after 5 full years
+        # of service by 1 January.
+        "office-two-2": (
+            "SELECT 25.0 * contract_hours / 40 + CASE WHEN hired_on <= '2020-01-01' THEN 2 ELSE 0 END "
+            "FROM hr_employee WHERE first_name = 'Anouk' AND last_name = 'Smits'", None),
+        # expenses.md: mileage at 0.23 euros per km.
+        "office-two-3": (
+            "SELECT c.km * 0.23 FROM expenses_claim c JOIN hr_employee e ON e.id = c.employee_id "
+            "WHERE e.last_name = 'O''Neill' AND c.category = 'mileage' AND c.submitted_on = '2025-05-14'",
+            lambda rows: round(first(rows), 2)),
+        # benefits.md: a training budget of 1,200 euros a year, counted in the year of enrolment.
+        "office-two-4": (
+            "SELECT 1200 - sum(c.cost) FROM training_enrolment x JOIN training_course c ON c.id = x.course_id "
+            "JOIN hr_employee e ON e.id = x.employee_id "
+            "WHERE e.first_name = 'Sofia' AND e.last_name = 'Rossi' AND x.enrolled_on LIKE '2025-%'", None),
+        # benefits.md: the company pays 9% of the monthly salary into the pension.
+        "office-two-5": (
+            "SELECT monthly_salary * 0.09 FROM hr_employee WHERE first_name = 'Arjun' AND last_name = 'Mehta'",
+            lambda rows: round(first(rows), 2)),
+        # expenses.md: meals up to 35 euros per day, one day per claim.
+        "office-two-6": (
+            "SELECT min(c.amount, 35) FROM expenses_claim c JOIN hr_employee e ON e.id = c.employee_id "
+            "WHERE e.first_name = 'Ruben' AND e.last_name = 'Dijkstra' AND c.category = 'meals' "
+            "AND c.submitted_on LIKE '2025-04-%'", None),
+        # expenses.md: equipment over 500 euros needs the approval of the department head.
+        "office-two-7": (
+            "SELECT CASE WHEN c.amount > 500 THEN h.first_name || ' ' || h.last_name ELSE 'no one' END "
+            "FROM expenses_claim c JOIN hr_employee e ON e.id = c.employee_id "
+            "JOIN hr_department d ON d.id = e.department_id JOIN hr_employee h ON h.id = d.head_id "
+            "WHERE e.first_name = 'Ana' AND e.last_name = 'Martins' AND c.description = 'office chair'", None),
+        # overtime-and-pay.md: no overtime pay from 5,000 euros a month; otherwise salary / 173 * 1.5.
+        "office-two-8": (
+            "SELECT CASE WHEN e.monthly_salary >= 5000 THEN 0 ELSE "
+            "e.monthly_salary / 173 * (1.5 * t.overtime_hours + 2 * t.sunday_hours) END "
+            "FROM payroll_timesheet t JOIN hr_employee e ON e.id = t.employee_id "
+            "WHERE e.first_name = 'Priya' AND e.last_name = 'Raman' AND t.week_start = '2025-04-07'", None),
+        "office-multi-1a": (
+            "SELECT m.first_name || ' ' || m.last_name FROM hr_employee e "
+            "JOIN hr_employee m ON m.id = e.manager_id WHERE e.first_name = 'Lena' AND e.last_name = 'Fischer'",
+            None),
+        "office-multi-1b": (
+            "SELECT count(*) FROM hr_employee WHERE contract_hours < 40 AND left_on IS NULL AND manager_id = "
+            "(SELECT manager_id FROM hr_employee WHERE first_name = 'Lena' AND last_name = 'Fischer')", None),
     },
 }
 
