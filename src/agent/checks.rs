@@ -181,6 +181,34 @@ pub(super) fn first_failed(a: &Answered, done: &[Check], evidence_on: bool) -> O
         .find_map(|(_, test)| test(&view))
 }
 
+/// When the evidence check has sent back numbers found nowhere (the values `a.flagged`
+/// holds), the numbers a later final answer may write: those of what the model was told and
+/// shown and of the tools' results, the checks' messages left out
+/// ([`super::evidence::grounded_literals`]). `None` before that, or when the evidence holds
+/// too many numbers to list. Regression: "2 hours and 45 minutes at 68 euros per hour"
+/// computed as `2.75 * 68` = 187, answered "185 euros" (the thought's own product) three
+/// times, sent back twice; and 6,110 for the calculator's `35 * 186` = 6510 the same way.
+pub(super) fn grounded_numbers(a: &Answered) -> Option<Vec<String>> {
+    if !a
+        .flagged
+        .iter()
+        .any(|f| !super::evidence::numbers(f).is_empty())
+    {
+        return None;
+    }
+    let view = View::of(a, &[]);
+    let (told, notes) = (view.told(), view.notes());
+    let worked = view.worked();
+    let evidence: Vec<&str> = notes
+        .iter()
+        .chain(&told)
+        .copied()
+        .chain(worked.iter().map(|(_, o)| *o))
+        .collect();
+    let expressions: Vec<&str> = worked.iter().filter_map(|(e, _)| *e).collect();
+    super::evidence::grounded_literals(&evidence, &expressions)
+}
+
 /// An answer with what the checks read of the rounds, read once.
 struct View<'a> {
     a: &'a Answered<'a>,

@@ -274,6 +274,14 @@ pub enum EventKind {
         /// The values, as written in the answer.
         values: Vec<String>,
     },
+    /// The round's final answer may write only the numbers of the evidence, in one of the
+    /// listed forms: made-up numbers were sent back before.
+    GroundedAnswer {
+        /// The round.
+        round: usize,
+        /// How many forms of numbers the answer may write.
+        numbers: usize,
+    },
     /// A final answer gave a number of its own while an amount the task gives (`6 nights`,
     /// `15%`) went into no call or reasoning, and was sent back once.
     AmountCheck {

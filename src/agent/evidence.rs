@@ -161,31 +161,8 @@ pub fn check_with_thought(
     base: &[&str],
     rounds: &[(Option<&str>, &str)],
 ) -> Check {
-    let mut evidence: Vec<&str> = base.to_vec();
     let mut out = Check::default();
-    for (expr, obs) in rounds {
-        match expr {
-            Some(e) => {
-                let made_up: Vec<String> = unsupported(e, &evidence)
-                    .into_iter()
-                    .filter(|raw| {
-                        let v: f64 = raw.replace(',', "").parse().unwrap_or(f64::NAN);
-                        !is_common_constant(v)
-                    })
-                    .collect();
-                if made_up.is_empty() {
-                    evidence.push(obs);
-                } else {
-                    for m in made_up {
-                        if !out.ungrounded_inputs.contains(&m) {
-                            out.ungrounded_inputs.push(m);
-                        }
-                    }
-                }
-            }
-            None => evidence.push(obs),
-        }
-    }
+    let evidence = grounded_evidence(base, rounds, &mut out.ungrounded_inputs);
     let mut known = known_values(&evidence);
     let in_thought = shown_results(thought, &known);
     known.extend(in_thought.iter().map(|(_, v)| *v));
@@ -200,6 +177,128 @@ pub fn check_with_thought(
     shown.extend(in_thought);
     out.shown = shown.into_iter().map(|(e, _)| e).collect();
     out
+}
+
+/// `base` and the observations of `rounds` (each as (the calculator expression when the round
+/// was a calculator call, its observation)) that are evidence: every observation but those of
+/// calculator calls with a made-up input (a number of no evidence before it, not an
+/// [`is_common_constant`]), whose inputs are added to `ungrounded`.
+fn grounded_evidence<'a>(
+    base: &[&'a str],
+    rounds: &[(Option<&str>, &'a str)],
+    ungrounded: &mut Vec<String>,
+) -> Vec<&'a str> {
+    let mut evidence: Vec<&str> = base.to_vec();
+    for (expr, obs) in rounds {
+        match expr {
+            Some(e) => {
+                let made_up: Vec<String> = unsupported(e, &evidence)
+                    .into_iter()
+                    .filter(|raw| {
+                        let v: f64 = raw.replace(',', "").parse().unwrap_or(f64::NAN);
+                        !is_common_constant(v)
+                    })
+                    .collect();
+                if made_up.is_empty() {
+                    evidence.push(obs);
+                } else {
+                    for m in made_up {
+                        if !ungrounded.contains(&m) {
+                            ungrounded.push(m);
+                        }
+                    }
+                }
+            }
+            None => evidence.push(obs),
+        }
+    }
+    evidence
+}
+
+/// The most numbers a grounded answer's pattern lists ([`grounded_answer_pattern`]); with
+/// more in the evidence the answer is decoded without it.
+pub const MAX_GROUNDED_NUMBERS: usize = 1500;
+
+/// How a final answer may write the numbers of `evidence` (what the model was told and
+/// shown, and the tools' results, the calculator's included whatever its inputs) and the
+/// values of the leading parts of the calculator's `expressions` (`21 * 22` of
+/// `21 * 22 * 1.19`): each as the evidence writes it, and each value (a percent's factors
+/// too) whole or rounded to one or two decimals, with and without thousands commas (`6510`,
+/// `6,510`, `6.2`, `6.20`). Signs are not numbers' own: `-` is text before one. `None` when
+/// the evidence holds more than [`MAX_GROUNDED_NUMBERS`] forms. Regression: an answer giving
+/// the stock's value before VAT (462, the `21 * 22` of its calculation) beside the value with
+/// VAT was decoded as "worth 4.00".
+pub fn grounded_literals(evidence: &[&str], expressions: &[&str]) -> Option<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |s: String| {
+        if !s.is_empty() && !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    for text in evidence {
+        for (raw, _) in numbers(text) {
+            add(raw);
+        }
+    }
+    let parts = expressions.iter().flat_map(|e| {
+        leading_parts(e)
+            .into_iter()
+            .filter_map(|p| crate::tools::calculator::evaluate(p).ok())
+            .map(|v| v.as_f64())
+    });
+    for v in known_values(evidence).into_iter().chain(parts) {
+        let v = v.abs();
+        if !v.is_finite() || v >= 1e15 {
+            continue;
+        }
+        for places in 0..=2usize {
+            let fixed = format!("{v:.places$}");
+            let trimmed = if fixed.contains('.') {
+                fixed
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+                    .to_string()
+            } else {
+                fixed.clone()
+            };
+            for form in [fixed, trimmed] {
+                add(with_thousands_commas(&form));
+                add(form);
+            }
+        }
+    }
+    (out.len() <= MAX_GROUNDED_NUMBERS).then_some(out)
+}
+
+/// `number` (digits, maybe a decimal part) with commas between the thousands of its whole
+/// part: `6510.5` → `6,510.5`.
+fn with_thousands_commas(number: &str) -> String {
+    let (whole, frac) = match number.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (number, None),
+    };
+    let mut grouped = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    match frac {
+        Some(f) => format!("{grouped}.{f}"),
+        None => grouped,
+    }
+}
+
+/// The pattern of a final answer whose every number is one of `literals` (see
+/// [`grounded_literals`]): any text without digits, and numbers only as a whole literal, not
+/// followed by another digit, nor by a `.` or `,` and a digit (so `6` of the literals does not
+/// start `6,110`). The grammar then holds a number the model is sure of ("6,110", from its
+/// thought) to one the evidence gives, as the sql grammar holds its names to the schema's.
+pub fn grounded_answer_pattern(literals: &[String]) -> String {
+    let alternatives: Vec<String> = literals.iter().map(|l| regex::escape(l)).collect();
+    let n = format!("(?:{})", alternatives.join("|"));
+    format!("^(?:[^0-9]|{n}(?:[^0-9.,]|[.,][^0-9]))*(?:{n}[.,]?)?$")
 }
 
 /// Every number of `evidence`, with the factors its percents stand for.
@@ -330,8 +429,12 @@ fn split_sample(note: &str) -> (Vec<Vec<String>>, Vec<String>) {
 const LINK_CHARS: usize = 4;
 
 /// The words of `text` of three characters or more, and its numbers of two digits or more
-/// (`-` and `.` inside a word keep it whole: `2014-09-03`, `0.25`).
+/// (`-` and `.` inside a word keep it whole: `2014-09-03`, `0.25`; a number's thousands
+/// commas are dropped: `11,232` is `11232`). Regression: the answer "… is 11,232 euros" was
+/// read as the words 11 and 232, and sent back as if its 11 came from a sample row (an
+/// employee id).
 fn words(text: &str) -> Vec<String> {
+    let text = without_thousands_commas(text);
     text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '.' || c == '@'))
         .map(|w| w.trim_matches(|c: char| c == '-' || c == '.'))
         .filter(|w| {
@@ -340,6 +443,26 @@ fn words(text: &str) -> Vec<String> {
         })
         .map(str::to_string)
         .collect()
+}
+
+/// `text` with the commas between a digit and a group of three digits taken out, as
+/// [`numbers`] reads them (`1,234,567` → `1234567`); other commas stay (`3,4` is two
+/// numbers, `a,b` two words).
+fn without_thousands_commas(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        let thousands = c == ','
+            && i > 0
+            && b[i - 1].is_ascii_digit()
+            && b.len() >= i + 4
+            && b[i + 1..i + 4].iter().all(u8::is_ascii_digit)
+            && !b.get(i + 4).is_some_and(u8::is_ascii_digit);
+        if !thousands {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The words of `answer` that appear in a partial sample of a table shown before the first
@@ -1236,7 +1359,8 @@ pub fn days_not_between(
     used_dates: bool,
 ) -> Option<(String, Vec<String>)> {
     let asks = (holds_word(task, "how many") || holds_word(task, "how long"))
-        && DAY_UNITS.iter().any(|u| holds_word(task, u));
+        && DAY_UNITS.iter().any(|u| holds_word(task, u))
+        && !counts_days_of_a_thing(task);
     if !asks || used_dates || TOTAL_WORDS.iter().any(|w| holds_word(task, w)) {
         return None;
     }
@@ -1283,6 +1407,26 @@ pub fn days_not_between(
         answer[*start..*end].to_string(),
         rows[0].iter().map(|(_, t)| t.clone()).collect(),
     ))
+}
+
+/// Whether `task` counts a thing measured in days ("days of annual leave", "nights of
+/// parking") rather than the time something took: an entitlement, a rule or a sum, not the
+/// days between two dates of a row ("days of her stay" is a time taken). Regression: "How
+/// many days of annual leave is Anouk Smits entitled to?" answered with the documents' 25
+/// days (the rule, before the part-time share) was sent back because her leave request's
+/// dates are two days apart, and the model answered 2.
+fn counts_days_of_a_thing(task: &str) -> bool {
+    const SPAN_WORDS: &[&str] = &[
+        "the", "a", "an", "his", "her", "their", "its", "my", "your", "our", "this", "that",
+    ];
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(3)
+        .any(|w| DAY_UNITS.contains(&w[0]) && w[1] == "of" && !SPAN_WORDS.contains(&w[2]))
 }
 
 /// Whether a call's arguments work with dates: two dates (a difference for the calculator)
@@ -1567,6 +1711,22 @@ mod tests {
                 "{task}"
             );
         }
+        // A count of a thing measured in days (an entitlement) is no time taken. Regression
+        // (the office suite): the rule's 25 days were sent back for a leave request's dates.
+        let leave = "-- hr_leaverequest: every row whose employee_id is the id of the \
+                     hr_employee rows above\n\
+                     id | employee_id | kind | start_date | end_date | days\n\
+                     4 | 19 | annual | 2025-02-24 | 2025-02-26 | 3";
+        let task = "How many days of annual leave is Anouk Smits entitled to in 2025?";
+        assert!(counts_days_of_a_thing(task));
+        assert_eq!(
+            days_not_between(task, "She is entitled to 25 days.", &[leave], false),
+            None
+        );
+        // "Days of her stay" is a time taken: still checked.
+        let task = "How many nights of her stay were in May?";
+        assert!(!counts_days_of_a_thing(task));
+        assert!(days_not_between(task, "12 nights.", &[leave], false).is_some());
         // Dates only in sample rows of a larger table, one date a row, or none.
         let task = "How many days can unopened goods be returned?";
         let sample = "-- \"Order\": 3 of its 40 rows (query for the others)\n\
@@ -1825,6 +1985,77 @@ mod tests {
         assert_eq!(
             from_sample("48 + 62", &[fees], &[task], &[]),
             vec!["48", "62"]
+        );
+    }
+
+    /// Regression (the garage and office suites): the calculator computed `2.75 * 68` = 187
+    /// and `35 * 186` = 6510, and the model answered 185 and 6,110 (its thought's own
+    /// products) three times. Once made-up numbers were sent back, the answer is decoded
+    /// under a pattern that writes only the evidence's numbers, in the forms a person would.
+    #[test]
+    fn a_grounded_answer_writes_only_the_numbers_of_the_evidence() {
+        let evidence = [
+            "A job takes 2 hours and 45 minutes of labour at 68 euros per hour.",
+            "VAT of 21% is added.",
+            "187",
+            "≈ 6.19834710744 (exactly 750/121)",
+            "6510",
+        ];
+        let literals = grounded_literals(&evidence, &["21 * 22 * 1.19"]).unwrap();
+        for l in [
+            "2", "45", "68", "187", "21", "1.21", "0.21", "6.2", "6.20", "6", "6,510", "462",
+        ] {
+            assert!(literals.contains(&l.to_string()), "{l} in {literals:?}");
+        }
+        let re = regex::Regex::new(&grounded_answer_pattern(&literals)).unwrap();
+        for ok in [
+            "The labour costs 187 euros.",
+            "187",
+            "It is 6,510 euros, or 6.20 with VAT of 21%.",
+            "No number at all",
+            "2 hours and 45 minutes: 187.",
+        ] {
+            assert!(re.is_match(ok), "{ok}");
+        }
+        for bad in [
+            "The labour costs 185 euros.",
+            "6,110 euros",
+            "6, 110",
+            "1870",
+            "187.5",
+            "6.19",
+        ] {
+            assert!(!re.is_match(bad), "{bad}");
+        }
+        // Too many numbers to list: no pattern.
+        let many: Vec<String> = (0..2000).map(|i| format!("{}", 100_000 + i * 7)).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(grounded_literals(&many, &[]).is_none());
+    }
+
+    /// Regression (the office suite): "8% of 3,900 euros for a full year is 11,232 euros."
+    /// was sent back for its "11", an employee id of a sample row: the thousands comma split
+    /// the number in two. A number written with thousands commas is one word, and a sampled
+    /// value written that way is still found.
+    #[test]
+    fn a_number_with_thousands_commas_is_one_word() {
+        let claims = "-- expenses_claim: 3 of its 25 rows (query for the others)\n\
+                      id | employee_id | amount\n1 | 11 | 1232\n2 | 12 | 142.6";
+        let task = "Someone earns 3,900 euros a month. What is 8% of their salary for a full year?";
+        assert!(from_sample(
+            "8% of 3,900 euros for a full year is 11,232 euros.",
+            &[claims],
+            &[task],
+            &[]
+        )
+        .is_empty());
+        assert_eq!(
+            from_sample("The claim was 1,232 euros.", &[claims], &[task], &[]),
+            vec!["1232"]
+        );
+        assert_eq!(
+            words("3,4 and 1,234,567 or 12,3456"),
+            ["and", "1234567", "12", "3456"]
         );
     }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::checks::{first_failed, Answered, Check};
+use super::checks::{first_failed, grounded_numbers, Answered, Check};
 use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, RoundText, TaskContext};
@@ -631,9 +631,14 @@ impl<P: Policy> Agent<P> {
         } else {
             Cow::Owned([st.guards.forbidden(), &forbid_next].concat())
         };
+        let pattern = if with_final {
+            self.grounded_pattern(run, st, (task, ctx), round)
+        } else {
+            None
+        };
         let decoded = self.policy.decode(
             &fitted.messages,
-            &step_schema_of(&allowed, with_final),
+            &step_schema_of(&allowed, with_final, pattern.as_deref()),
             self.options.max_step_tokens,
             &forbidden,
         )?;
@@ -1001,6 +1006,45 @@ impl<P: Policy> Agent<P> {
                 observation,
             },
         )
+    }
+
+    /// The pattern of the round's final answer once the evidence check has sent back made-up
+    /// numbers: the evidence's numbers only ([`grounded_numbers`]), with an event saying so.
+    /// `None` when the check is off, has sent back no number, or the evidence holds too many.
+    fn grounded_pattern(
+        &mut self,
+        run: &TaskRun,
+        st: &Rounds,
+        (task, ctx): (&str, &TaskContext),
+        round: usize,
+    ) -> Option<String> {
+        if !self.options.evidence_check || st.flagged.is_empty() {
+            return None;
+        }
+        let now = Answered {
+            task,
+            answer: "",
+            thought: "",
+            round,
+            ctx,
+            notes: &st.notes,
+            infos: &st.infos,
+            example: st.example,
+            texts: &st.texts,
+            plan_rounds: st.plan_rounds,
+            calls: &run.result.tool_calls,
+            sql_on: st.sql_on(),
+            flagged: &st.flagged,
+        };
+        let literals = grounded_numbers(&now)?;
+        self.emit(
+            run.start,
+            EventKind::GroundedAnswer {
+                round,
+                numbers: literals.len(),
+            },
+        );
+        Some(super::evidence::grounded_answer_pattern(&literals))
     }
 
     /// Keeps a round's text for the next prompts, and stops the task when too many rounds in

@@ -87,17 +87,22 @@ impl StepTool {
 /// ([`close_objects`]), and strings whose description names a format (`YYYY-MM-DD`) its
 /// pattern ([`patterns_from_descriptions`]).
 pub fn step_schema(tools: &[StepTool]) -> Value {
-    step_schema_of(tools, true)
+    step_schema_of(tools, true, None)
 }
 
 /// [`step_schema`], with `final_answer` among the branches only when `with_final` (a round
-/// that must call a tool has none).
-pub fn step_schema_of(tools: &[StepTool], with_final: bool) -> Value {
+/// that must call a tool has none), its answer matching `answer_pattern` when one is given
+/// (the numbers of the evidence only, once made-up ones were sent back).
+pub fn step_schema_of(tools: &[StepTool], with_final: bool, answer_pattern: Option<&str>) -> Value {
+    let mut answer = json!({"type": "string", "maxLength": ANSWER_MAX_CHARS});
+    if let Some(p) = answer_pattern {
+        answer["pattern"] = json!(p);
+    }
     let final_answer = StepTool::new(
         FINAL_ANSWER,
         json!({
             "type": "object",
-            "properties": {"answer": {"type": "string", "maxLength": ANSWER_MAX_CHARS}},
+            "properties": {"answer": answer},
             "required": ["answer"],
             "additionalProperties": false
         }),

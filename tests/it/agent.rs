@@ -857,14 +857,15 @@ fn an_answer_with_numbers_found_nowhere_is_sent_back_once() {
     );
 
     // The round after the check must call a tool (the model had answered the check by
-    // repeating its answer), and once per task: the second unsupported answer stands.
+    // repeating its answer), and once per task: the second unsupported answer stands (91, a
+    // calculation on a made-up 13: written by the calculator, so the grammar admits it).
     let (mut a, _) = agent(
-        vec![answer("7"), calc("2 + 2"), answer("8")],
+        vec![answer("7"), calc("7 * 13"), answer("91")],
         registry(vec![]),
         AgentOptions::default(),
     );
     let r = a.run_task("Pick a number.", None);
-    assert_eq!(r.answer, "8");
+    assert_eq!(r.answer, "91");
     assert_eq!(r.rounds, 3);
     let finals: Vec<bool> = a
         .policy()
@@ -873,6 +874,37 @@ fn an_answer_with_numbers_found_nowhere_is_sent_back_once() {
         .map(|s| allowed(s).iter().any(|n| n == "final_answer"))
         .collect();
     assert_eq!(finals, [true, false, true]);
+    // Once numbers were sent back, a later answer may write only the evidence's numbers:
+    // its schema carries the pattern (4, the calculator's result, and not 8).
+    let (mut a, events) = agent(
+        vec![answer("7"), calc("2 + 2"), answer("4")],
+        registry(vec![]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("Pick a number.", None);
+    assert_eq!((r.answer.as_str(), r.rounds), ("4", 3));
+    let patterns: Vec<Option<String>> = a
+        .policy()
+        .schemas
+        .iter()
+        .map(|s| {
+            s["anyOf"].as_array().unwrap().iter().find_map(|b| {
+                b["properties"]["args"]["properties"]["answer"]["pattern"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+        })
+        .collect();
+    assert!(
+        patterns[0].is_none() && patterns[1].is_none(),
+        "{patterns:?}"
+    );
+    let re = regex::Regex::new(patterns[2].as_deref().unwrap()).unwrap();
+    assert!(re.is_match("It is 4.") && !re.is_match("It is 8."));
+    assert!(events
+        .kinds()
+        .iter()
+        .any(|k| matches!(k, EventKind::GroundedAnswer { round: 3, .. })));
 
     // Supported by a result, with rounding: accepted at once.
     let (mut a, events) = agent(
@@ -1677,20 +1709,21 @@ fn an_answer_given_again_after_it_was_sent_back_is_sent_back_with_the_last_resul
     assert_eq!(forbidden[3], ["2025-03-20"]);
     assert_eq!(forbidden[..3], [none, none, none]);
     let query = json!({"query": "SELECT freight FROM orders WHERE id = 3"});
-    // A plain number is only told: kept out as text, "449.5" came back as "449. 5".
+    // A plain number is not kept out as text ("449.5" came back as "449. 5"): once sent
+    // back, the answer after it is decoded under the evidence's numbers, where 64 cannot be
+    // written and the queried 99.71 can.
     let (r, checked, _, _, forbidden) = run_on_orders(
         "What was the freight of order 3?",
         vec![
             answer("The freight of order 3 was 64 euros."),
             step("sql", query),
-            answer("The freight of order 3 was 64 euros."),
-            answer("The freight of order 3 was 64 euros."),
+            answer("The freight of order 3 was 99.71 euros."),
         ],
         pick,
     );
     assert_eq!(
         (r.answer.as_str(), r.rounds, checked.len()),
-        ("The freight of order 3 was 64 euros.", 4, 1)
+        ("The freight of order 3 was 99.71 euros.", 3, 0)
     );
     assert!(forbidden.iter().all(Vec::is_empty), "{forbidden:?}");
 }

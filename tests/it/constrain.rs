@@ -637,3 +637,46 @@ fn an_unbounded_array_gets_a_bound_the_output_keeps() {
     }
     assert!(complete >= 15, "only {complete} of 20 closed the array");
 }
+
+/// Issue 19: once made-up numbers were sent back, the final answer is decoded under a pattern
+/// of the evidence's numbers (`cairn::agent::evidence::grounded_answer_pattern`). The pattern
+/// compiles inside the step schema, and after "It costs 18" the grammar admits the 7 of the
+/// calculator's 187 and not the 5 of the model's own 185, and the step completes.
+#[test]
+fn a_grounded_final_answer_holds_only_the_evidence_numbers() {
+    use cairn::agent::evidence::{grounded_answer_pattern, grounded_literals};
+    use cairn::agent::step::step_schema_of;
+    let (_dir, path) = tiny_model(&TinySpec::qwen2());
+    let lm = load(&path);
+    let compiler = compiler(&lm);
+    let evidence = [
+        "A job takes 2 hours and 45 minutes of labour at 68 euros per hour.",
+        "187",
+    ];
+    let literals = grounded_literals(&evidence, &["2.75 * 68"]).unwrap();
+    let pattern = grounded_answer_pattern(&literals);
+    let re = regex::Regex::new(&pattern).unwrap();
+    let spec = ConstraintSpec::JsonSchema(step_schema_of(&[], true, Some(&pattern)));
+    let mut constraint = compiler.compile(&spec, "test").expect("compile");
+    let prefix = r#"{"thought":"t","action":"final_answer","args":{"answer":"It costs 18"#;
+    for t in lm.tokenizer.encode(prefix).unwrap() {
+        constraint.consume(t).expect("the prefix is allowed");
+    }
+    let mut logits = vec![0.0f32; compiler.vocab()];
+    constraint.mask_logits(&mut logits).unwrap();
+    let digit = |d: &str| {
+        let ids = lm.tokenizer.encode(d).unwrap();
+        assert_eq!(ids.len(), 1, "{d} is one token");
+        logits[ids[0] as usize]
+    };
+    assert!(digit("7").is_finite(), "7 of 187 is allowed");
+    for d in ["5", "0", "1"] {
+        assert_eq!(digit(d), f32::NEG_INFINITY, "{d} after 18 is not");
+    }
+    // The answer goes on to a whole step with the evidence's number.
+    for t in lm.tokenizer.encode(r#"7 euros."}}"#).unwrap() {
+        constraint.consume(t).expect("187 and the rest are allowed");
+    }
+    assert!(constraint.is_accepting());
+    assert!(re.is_match("It costs 187 euros.") && !re.is_match("It costs 185 euros."));
+}
