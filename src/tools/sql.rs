@@ -1518,18 +1518,45 @@ fn name_lookup(
             .to_ascii_lowercase()
             .strip_suffix("_id")
             .map(str::to_string);
+        // The table a queried table's declared foreign key of this name points to, and its
+        // column: `training_enrolment.course_id` → `training_course.id`, which no rule of
+        // names finds.
+        let declared: Option<(String, Option<String>)> = used.iter().find_map(|t| {
+            foreign_keys(conn, t)
+                .into_iter()
+                .find(|(from, to_table, _)| {
+                    from.eq_ignore_ascii_case(column)
+                        && !used.iter().any(|u| u.eq_ignore_ascii_case(to_table))
+                })
+                .map(|(_, to_table, to)| (to_table, to))
+        });
         for holder in tables.iter().filter(|t| !used.contains(t)) {
             let info = column_types(conn, holder);
             let h = holder.to_ascii_lowercase();
-            let key = if let Some((c, _, _)) = info
+            let key = if let Some((_, to)) = declared
+                .as_ref()
+                .filter(|(to_table, _)| to_table.eq_ignore_ascii_case(holder))
+            {
+                match to.clone().or_else(|| {
+                    info.iter()
+                        .find(|(_, _, pk)| *pk)
+                        .map(|(c, _, _)| c.clone())
+                }) {
+                    Some(c) => c,
+                    None => continue,
+                }
+            } else if declared.is_some() {
+                continue;
+            } else if let Some((c, _, _)) = info
                 .iter()
                 .find(|(c, _, pk)| *pk && c.eq_ignore_ascii_case(column))
             {
                 c.clone()
-            } else if named_after
-                .as_ref()
-                .is_some_and(|n| [n.clone(), format!("{n}s"), format!("{n}es")].contains(&h))
-            {
+            } else if named_after.as_ref().is_some_and(|n| {
+                [n.clone(), format!("{n}s"), format!("{n}es")]
+                    .iter()
+                    .any(|name| h == *name || h.ends_with(&format!("_{name}")))
+            }) {
                 match info.iter().find(|(c, _, _)| c.eq_ignore_ascii_case("id")) {
                     Some((c, _, _)) => c.clone(),
                     None => continue,

@@ -376,6 +376,50 @@ fn a_result_of_keys_only_shows_the_rows_its_keys_name() {
     );
 }
 
+/// Regression (the office suite, tables named as a web framework names them): asked which
+/// course had the most enrolments, the model counted `course_id` in `training_enrolment`, was
+/// shown `1 | 5` and named another course. The declared foreign key `course_id` →
+/// `training_course(id)` names the course, as does the name rule with the app's prefix
+/// (`room_id` → `booking_room`) where no key is declared.
+#[test]
+fn a_key_is_named_through_its_declared_foreign_key_and_a_prefixed_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("office.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE training_course (id INTEGER PRIMARY KEY, title TEXT, cost REAL);
+         CREATE TABLE training_enrolment (id INTEGER PRIMARY KEY,
+             employee_id INTEGER, course_id INTEGER REFERENCES training_course(id));
+         CREATE TABLE booking_room (id INTEGER PRIMARY KEY, label TEXT);
+         CREATE TABLE booking_stay (id INTEGER PRIMARY KEY, room_id INTEGER, nights INTEGER);
+         INSERT INTO training_course VALUES (1, 'First Aid at Work', 295), (2, 'Advanced SQL', 650);
+         INSERT INTO training_enrolment VALUES (1, 8, 2), (2, 4, 1), (3, 5, 1);
+         INSERT INTO booking_room VALUES (7, 'Dune view');
+         INSERT INTO booking_stay VALUES (1, 7, 3);",
+    )
+    .unwrap();
+    drop(conn);
+    let reg = sql_registry(&path);
+    let out = sql(
+        &reg,
+        "SELECT course_id, COUNT(*) FROM training_enrolment GROUP BY course_id ORDER BY COUNT(*) DESC LIMIT 1",
+    )
+    .unwrap()
+    .text;
+    assert_eq!(
+        out,
+        "course_id | COUNT(*)\n1 | 2\n(course_id is the key of training_course; its rows for these keys, in the order above:)\n\
+         id | title\n1 | First Aid at Work"
+    );
+    let out = sql(&reg, "SELECT room_id, nights FROM booking_stay")
+        .unwrap()
+        .text;
+    assert!(
+        out.ends_with("(room_id is the key of booking_room; its rows for these keys, in the order above:)\nid | label\n7 | Dune view"),
+        "{out}"
+    );
+}
+
 #[test]
 fn an_ambiguous_column_is_answered_with_the_names_to_write() {
     // Regression: "ambiguous column name: GenreId" came with "fix the query" only, and the
