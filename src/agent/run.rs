@@ -123,6 +123,32 @@ struct Rounds {
 }
 
 impl Rounds {
+    /// What the checks read of the task so far, with `(answer, thought)` as the answer of
+    /// `round` (empty before one is decoded).
+    fn answered<'a>(
+        &'a self,
+        run: &'a TaskRun,
+        (task, ctx): (&'a str, &'a TaskContext),
+        round: usize,
+        (answer, thought): (&'a str, &'a str),
+    ) -> Answered<'a> {
+        Answered {
+            task,
+            answer,
+            thought,
+            round,
+            ctx,
+            notes: &self.notes,
+            infos: &self.infos,
+            example: self.example,
+            texts: &self.texts,
+            plan_rounds: self.plan_rounds,
+            calls: &run.result.tool_calls,
+            sql_on: self.sql_on(),
+            flagged: &self.flagged,
+        }
+    }
+
     /// Whether the task has the sql tool and it is still on: a check that sends an answer
     /// back for a query only applies then (the round after may only query).
     fn sql_on(&self) -> bool {
@@ -1021,22 +1047,7 @@ impl<P: Policy> Agent<P> {
         if !self.options.evidence_check || st.flagged.is_empty() {
             return None;
         }
-        let now = Answered {
-            task,
-            answer: "",
-            thought: "",
-            round,
-            ctx,
-            notes: &st.notes,
-            infos: &st.infos,
-            example: st.example,
-            texts: &st.texts,
-            plan_rounds: st.plan_rounds,
-            calls: &run.result.tool_calls,
-            sql_on: st.sql_on(),
-            flagged: &st.flagged,
-        };
-        let literals = grounded_numbers(&now)?;
+        let literals = grounded_numbers(&st.answered(run, (task, ctx), round, ("", "")))?;
         self.emit(
             run.start,
             EventKind::GroundedAnswer {
@@ -1078,21 +1089,7 @@ impl<P: Policy> Agent<P> {
                 .trim(),
         );
         if !last_round {
-            let answered = Answered {
-                task,
-                answer: &answer,
-                thought: &step.thought,
-                round,
-                ctx,
-                notes: &st.notes,
-                infos: &st.infos,
-                example: st.example,
-                texts: &st.texts,
-                plan_rounds: st.plan_rounds,
-                calls: &run.result.tool_calls,
-                sql_on: st.sql_on(),
-                flagged: &st.flagged,
-            };
+            let answered = st.answered(run, (task, ctx), round, (&answer, &step.thought));
             let back = first_failed(&answered, &st.checked, self.options.evidence_check);
             if let Some(back) = back {
                 st.checked.push(back.check);
