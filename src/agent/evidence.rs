@@ -162,32 +162,6 @@ pub fn check_with_thought(
     rounds: &[(Option<&str>, &str)],
 ) -> Check {
     let mut out = Check::default();
-    let evidence = grounded_evidence(base, rounds, &mut out.ungrounded_inputs);
-    let mut known = known_values(&evidence);
-    let in_thought = shown_results(thought, &known);
-    known.extend(in_thought.iter().map(|(_, v)| *v));
-    let mut shown = shown_results(answer, &known);
-    out.unsupported = unsupported_by(answer, &known)
-        .into_iter()
-        .filter(|raw| {
-            let x: f64 = raw.replace(',', "").parse().unwrap_or(f64::NAN);
-            !shown.iter().any(|&(_, v)| same(raw, x, v))
-        })
-        .collect();
-    shown.extend(in_thought);
-    out.shown = shown.into_iter().map(|(e, _)| e).collect();
-    out
-}
-
-/// `base` and the observations of `rounds` (each as (the calculator expression when the round
-/// was a calculator call, its observation)) that are evidence: every observation but those of
-/// calculator calls with a made-up input (a number of no evidence before it, not an
-/// [`is_common_constant`]), whose inputs are added to `ungrounded`.
-fn grounded_evidence<'a>(
-    base: &[&'a str],
-    rounds: &[(Option<&str>, &'a str)],
-    ungrounded: &mut Vec<String>,
-) -> Vec<&'a str> {
     let mut evidence: Vec<&str> = base.to_vec();
     for (expr, obs) in rounds {
         match expr {
@@ -203,8 +177,8 @@ fn grounded_evidence<'a>(
                     evidence.push(obs);
                 } else {
                     for m in made_up {
-                        if !ungrounded.contains(&m) {
-                            ungrounded.push(m);
+                        if !out.ungrounded_inputs.contains(&m) {
+                            out.ungrounded_inputs.push(m);
                         }
                     }
                 }
@@ -212,7 +186,20 @@ fn grounded_evidence<'a>(
             None => evidence.push(obs),
         }
     }
-    evidence
+    let mut known = known_values(&evidence);
+    let in_thought = shown_results(thought, &known);
+    known.extend(in_thought.iter().map(|(_, v)| *v));
+    let mut shown = shown_results(answer, &known);
+    out.unsupported = unsupported_by(answer, &known)
+        .into_iter()
+        .filter(|raw| {
+            let x: f64 = raw.replace(',', "").parse().unwrap_or(f64::NAN);
+            !shown.iter().any(|&(_, v)| same(raw, x, v))
+        })
+        .collect();
+    shown.extend(in_thought);
+    out.shown = shown.into_iter().map(|(e, _)| e).collect();
+    out
 }
 
 /// The most numbers a grounded answer's pattern lists ([`grounded_answer_pattern`]); with
@@ -230,8 +217,9 @@ pub const MAX_GROUNDED_NUMBERS: usize = 1500;
 /// VAT was decoded as "worth 4.00".
 pub fn grounded_literals(evidence: &[&str], expressions: &[&str]) -> Option<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut add = |s: String| {
-        if !s.is_empty() && !out.contains(&s) {
+        if !s.is_empty() && seen.insert(s.clone()) {
             out.push(s);
         }
     };
