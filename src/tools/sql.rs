@@ -1520,17 +1520,33 @@ fn name_lookup(
             .map(str::to_string);
         // The table a queried table's declared foreign key of this name points to, and its
         // column: `training_enrolment.course_id` → `training_course.id`, which no rule of
-        // names finds.
+        // names finds; or the queried table itself, for a key that points into its own table
+        // (`hr_employee.manager_id` → `hr_employee.id`). Regression: asked who Lena Fischer's
+        // manager is, the 1.5B model read `manager_id | 22` and answered "Lena Fischer
+        // herself".
         let declared: Option<(String, Option<String>)> = used.iter().find_map(|t| {
             foreign_keys(conn, t)
                 .into_iter()
                 .find(|(from, to_table, _)| {
                     from.eq_ignore_ascii_case(column)
-                        && !used.iter().any(|u| u.eq_ignore_ascii_case(to_table))
+                        && (to_table.eq_ignore_ascii_case(t)
+                            || !used.iter().any(|u| u.eq_ignore_ascii_case(to_table)))
                 })
                 .map(|(_, to_table, to)| (to_table, to))
         });
-        for holder in tables.iter().filter(|t| !used.contains(t)) {
+        let own = declared
+            .as_ref()
+            .is_some_and(|(to_table, _)| used.iter().any(|u| u.eq_ignore_ascii_case(to_table)));
+        let holders = tables.iter().filter(|t| {
+            if own {
+                declared
+                    .as_ref()
+                    .is_some_and(|(to_table, _)| to_table.eq_ignore_ascii_case(t))
+            } else {
+                !used.contains(t)
+            }
+        });
+        for holder in holders {
             let info = column_types(conn, holder);
             let h = holder.to_ascii_lowercase();
             let key = if let Some((_, to)) = declared

@@ -420,6 +420,41 @@ fn a_key_is_named_through_its_declared_foreign_key_and_a_prefixed_table() {
     );
 }
 
+/// Regression (issue 19): asked who Lena Fischer's manager is, the 1.5B model queried her
+/// `manager_id`, read `manager_id | 22` and answered that she was her own manager. A key that
+/// points into the queried table itself (a declared foreign key to its own `id`) is named
+/// from that table's rows like any other; the table's own key is not.
+#[test]
+fn a_key_into_the_queried_table_itself_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("staff.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE hr_employee (id INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT,
+             manager_id INTEGER REFERENCES hr_employee(id));
+         INSERT INTO hr_employee VALUES (1, 'Joris', 'van Leeuwen', NULL),
+             (2, 'Lena', 'Fischer', 1), (3, 'Omar', 'Haddad', 2);",
+    )
+    .unwrap();
+    drop(conn);
+    let reg = sql_registry(&path);
+    let out = sql(
+        &reg,
+        "SELECT manager_id FROM hr_employee WHERE first_name = 'Lena'",
+    )
+    .unwrap()
+    .text;
+    assert_eq!(
+        out,
+        "manager_id\n1\n(manager_id is the key of hr_employee; its rows for these keys, in the order above:)\n\
+         id | first_name | last_name\n1 | Joris | van Leeuwen"
+    );
+    let out = sql(&reg, "SELECT id FROM hr_employee WHERE first_name = 'Omar'")
+        .unwrap()
+        .text;
+    assert_eq!(out, "id\n3");
+}
+
 #[test]
 fn an_ambiguous_column_is_answered_with_the_names_to_write() {
     // Regression: "ambiguous column name: GenreId" came with "fix the query" only, and the
