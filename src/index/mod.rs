@@ -509,6 +509,9 @@ const SNIPPET_LINES: usize = 3;
 /// The most lines a snippet shows beyond [`SNIPPET_LINES`] because they continue it.
 const MAX_CONTINUED: usize = 2;
 
+/// The most single lines a snippet adds for query words its windows left out.
+const MAX_EXTRA_LINES: usize = 2;
+
 /// Words that open a sentence about what the sentence before it named.
 const CONTINUING_WORDS: &[&str] = &[
     "it", "its", "they", "their", "them", "this", "these", "those", "he", "she", "his", "her",
@@ -590,7 +593,9 @@ fn holds(low: &str, stem: &str) -> bool {
 /// distinct query words weigh the most together (`weights`, one per word: rare words weigh
 /// more). Ties go to the window whose first line weighs more, then to the first. A second
 /// such window joins it when the query words the first lacks weigh at least half as much
-/// (`…` marks lines left out between them), lines that go on about the last one follow
+/// (`…` marks lines left out between them), then single lines for the query words still
+/// left out while each weighs at least a quarter of the first window's (at most
+/// [`MAX_EXTRA_LINES`]), lines that go on about the last one follow
 /// ([`continues`]), and a first line that is the other half of a rule comes with the line
 /// before it ([`goes_back`]). Before, the snippet started at
 /// the line holding the most query words, each counted alike, and a line of two words common
@@ -663,6 +668,38 @@ fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
             shown.extend(window(j));
             shown.sort_unstable();
             shown.dedup();
+        }
+    }
+    // Then single lines for query words still left out, while each weighs at least a
+    // quarter of the first window's: the line with the rule a task needs besides the one the
+    // window found. Regression: "Nora Lindqvist's Corolla comes in for an MOT test. What does
+    // she pay, VAT included?" showed the MOT price and the two lines after it, and not "VAT of
+    // 21% is added to every invoice." three lines further down the same chunk; the model
+    // answered with the price before VAT.
+    for _ in 0..MAX_EXTRA_LINES {
+        let mut lacking = vec![true; stems.len()];
+        for &i in &shown {
+            for (l, f) in lacking.iter_mut().zip(&found[i]) {
+                *l &= !*f;
+            }
+        }
+        let best = found
+            .iter()
+            .enumerate()
+            .map(|(i, has)| {
+                let only: Vec<bool> = has.iter().zip(&lacking).map(|(h, l)| *h && *l).collect();
+                (i, weight(&only))
+            })
+            .fold(None::<(usize, f64)>, |best, (i, w)| match best {
+                Some((_, b)) if b + 1e-9 >= w => best,
+                _ => Some((i, w)),
+            });
+        match best {
+            Some((i, w)) if w > 0.0 && w >= first_weight / 4.0 => {
+                shown.push(i);
+                shown.sort_unstable();
+            }
+            _ => break,
         }
     }
     // A line right after the window that goes on about its last line's subject ("It is
