@@ -1,7 +1,8 @@
 //! The loop's guards for one task, kept apart from the round that consults them: the circuit
 //! breaker (a tool that failed `--circuit-after` times in a row leaves the schema), the calls
 //! the next steps may not make again (`--forbid-repeats`), the dead-loop rule (a call repeated
-//! word for word is answered from its first result and turns its tool off), the count of
+//! word for word is answered from its first result and turns its tool off; a result other
+//! calls keep bringing back word for word turns it off too), the count of
 //! failed rounds behind `--max-failures`, and the retry backoff.
 
 use std::collections::{HashMap, HashSet};
@@ -9,6 +10,11 @@ use std::time::Duration;
 
 use super::step::StepTool;
 use crate::tools::{ErrorClass, ToolInfo};
+
+/// The shortest result that, brought back word for word by another call of the same tool,
+/// shows the model varying a call to no effect ([`Guards::same_result`]): passages or rows,
+/// not a count of `0` that two different questions may well share.
+pub(super) const SAME_RESULT_MIN_CHARS: usize = 100;
 
 /// The first result of a call, kept to answer a repeat of it.
 #[derive(Debug, Clone)]
@@ -40,6 +46,9 @@ pub(super) struct Guards {
     /// Calls the next steps may not make again, as their steps wrote them
     /// ([`super::step::call_text`]; see [`super::ForbidRepeats`]).
     forbidden: Vec<String>,
+    /// Tool → each result it gave (at least [`SAME_RESULT_MIN_CHARS`] long) → the round it
+    /// first came back in and how many times other calls brought it back since.
+    results: HashMap<String, HashMap<String, (usize, usize)>>,
     /// Failed rounds in a row.
     failed_rounds: usize,
     /// The newest error, for the stop message.
@@ -73,6 +82,32 @@ impl Guards {
         let seen = seen.clone();
         self.benched.insert(tool.to_string());
         Some(seen)
+    }
+
+    /// A new call's result that an earlier, different call of the same `tool` already gave
+    /// word for word: counts it and returns (the round it first came back in, how many times
+    /// other calls have brought it back since); `None` for a result not seen before, or one
+    /// too short to tell a futile call by (`0`, one row of a count).
+    pub fn same_result(
+        &mut self,
+        tool: &str,
+        observation: &str,
+        round: usize,
+    ) -> Option<(usize, usize)> {
+        if observation.chars().count() < SAME_RESULT_MIN_CHARS {
+            return None;
+        }
+        let seen = self
+            .results
+            .entry(tool.to_string())
+            .or_default()
+            .entry(observation.to_string())
+            .or_insert((round, 0));
+        if seen.0 == round {
+            return None;
+        }
+        seen.1 += 1;
+        Some(*seen)
     }
 
     /// Forbids the call written as `text` in the steps that follow: the step grammar will not

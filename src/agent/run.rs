@@ -1169,6 +1169,9 @@ impl<P: Policy> Agent<P> {
     ) -> Flow {
         let call_start = Instant::now();
         let mut call = self.call_or_repeat(run, st, round, &step);
+        if call.ok && !call.cached {
+            self.same_result(run, st, round, &step.action, &mut call);
+        }
         let forbid = match self.options.forbid_repeats {
             ForbidRepeats::None => false,
             ForbidRepeats::Failed => !call.ok,
@@ -1242,6 +1245,43 @@ impl<P: Policy> Agent<P> {
                 observation: shown,
             },
         )
+    }
+
+    /// The dead-loop rule for calls that differ and keep bringing back the same result (a
+    /// search for "Corolla's Corolla", then "Corolla's Corolla's", … each time the same
+    /// passage): the first time, a note says so; the second, the tool is turned off like a
+    /// call repeated word for word. Regression: the 1.5B model spent six rounds on such
+    /// searches, never queried the price it needed, and answered with its last thought.
+    fn same_result(
+        &mut self,
+        run: &mut TaskRun,
+        st: &mut Rounds,
+        round: usize,
+        tool: &str,
+        call: &mut CallOutcome,
+    ) {
+        let Some((first, times)) = st.guards.same_result(tool, &call.observation, round) else {
+            return;
+        };
+        let note = if times >= 2 {
+            st.guards.bench(tool);
+            run.result.dead_loops += 1;
+            self.emit(
+                run.start,
+                EventKind::DeadLoop {
+                    round,
+                    tool: tool.to_string(),
+                    times: times + 1,
+                },
+            );
+            format!("[note: this is the same result your call of round {first} gave, now {} times: other arguments found nothing else. {tool} is turned off for the rest of this task: use this result, try another tool, or give the final_answer.]", times + 1)
+        } else {
+            format!("[note: this is the same result your call of round {first} gave: the other arguments changed nothing. Use this result, try another tool, or give the final_answer.]")
+        };
+        call.note = Some(match call.note.take() {
+            Some(n) => format!("{n}\n{note}"),
+            None => note,
+        });
     }
 
     /// Runs the step's call with retries, or, for a call already made word for word, answers

@@ -271,6 +271,67 @@ fn a_repeated_action_gets_the_cached_observation_and_turns_its_tool_off() {
         .any(|k| matches!(k, EventKind::DeadLoop { times: 2, .. })));
 }
 
+/// Regression (issue 19): the 1.5B model searched "Corolla", "Corolla's Corolla",
+/// "Corolla's Corolla's", … six rounds, each time the same passage came back, and answered with
+/// its last thought; the word-for-word rule never fired, since no two calls were alike. A
+/// result another call of the same tool already gave gets a note the first time, and turns
+/// the tool off the second; a short result (a count of 0) that two questions may share does
+/// neither.
+#[test]
+fn calls_that_keep_bringing_back_the_same_result_turn_their_tool_off() {
+    let passage = "prices.md:5\n  An MOT test costs 55 euros, labour included; a retest within 10 working days is free.\n  A diagnosis costs a flat 45 euros.";
+    let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), passage);
+    let calls = flaky.calls.clone();
+    let (mut a, events) = agent(
+        vec![
+            step("probe", json!({"q": "Corolla"})),
+            step("probe", json!({"q": "Corolla's Corolla"})),
+            step("probe", json!({"q": "Corolla's Corolla's"})),
+            answer("55 euros"),
+        ],
+        registry(vec![Arc::new(flaky)]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("What does the MOT test cost?", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "each new call ran");
+    assert_eq!(r.dead_loops, 1);
+    let prompts = &a.policy().prompts;
+    let second = &prompts[2].last().unwrap().content;
+    assert!(
+        second.contains("same result your call of round 1 gave") && !second.contains("turned off"),
+        "{second}"
+    );
+    let third = &prompts[3].last().unwrap().content;
+    assert!(
+        third.contains("now 3 times") && third.contains("probe is turned off"),
+        "{third}"
+    );
+    let schemas = &a.policy().schemas;
+    assert!(allowed(&schemas[2]).contains(&"probe".to_string()));
+    assert_eq!(allowed(&schemas[3]), vec!["calculator", "final_answer"]);
+    assert!(events
+        .kinds()
+        .iter()
+        .any(|k| matches!(k, EventKind::DeadLoop { times: 3, .. })));
+
+    // A short result shared by different calls is no sign of a stuck model.
+    let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), "COUNT(*)\n0");
+    let (mut a, _) = agent(
+        vec![
+            step("probe", json!({"q": "a"})),
+            step("probe", json!({"q": "b"})),
+            step("probe", json!({"q": "c"})),
+            answer("0"),
+        ],
+        registry(vec![Arc::new(flaky)]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("How many?", None);
+    assert_eq!(r.dead_loops, 0);
+    assert!(allowed(&a.policy().schemas[3]).contains(&"probe".to_string()));
+}
+
 #[test]
 fn canonical_arguments_sort_keys_so_key_order_cannot_hide_a_repeat() {
     let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), "ok");
@@ -420,10 +481,37 @@ fn the_wall_clock_limit_stops_the_task_between_rounds() {
     assert!(r.error.unwrap().contains("time limit"));
 }
 
+/// A tool whose every call gives a new page of the same long text.
+struct Pages {
+    name: &'static str,
+    text: String,
+    calls: AtomicUsize,
+}
+
+impl Tool for Pages {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> String {
+        "A test tool.".into()
+    }
+    fn args_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": false})
+    }
+    fn run(&self, _args: &Value) -> Result<Observation, ToolError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(Observation::new(format!("page {n}: {}", self.text)))
+    }
+}
+
 #[test]
 fn old_rounds_are_dropped_and_observations_cut_to_fit_the_budget_and_the_trace_says_so() {
-    let big = "word ".repeat(300); // ~375 tokens by the scripted count
-    let big_tool = Flaky::new("big", 0, ToolError::invalid("unused"), &big);
+    // Each call a different page (the same result again would turn the tool off).
+    let big_tool = Pages {
+        name: "big",
+        text: "word ".repeat(300), // ~375 tokens by the scripted count
+        calls: AtomicUsize::new(0),
+    };
     let steps: Vec<Value> = (0..5)
         .map(|i| step("big", json!({"q": format!("part {i}")})))
         .chain(std::iter::once(answer("done")))
