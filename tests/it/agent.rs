@@ -279,22 +279,30 @@ fn a_repeated_action_gets_the_cached_observation_and_turns_its_tool_off() {
 /// neither.
 #[test]
 fn calls_that_keep_bringing_back_the_same_result_turn_their_tool_off() {
+    // Three different calls of a tool that always answers `text`, then an answer.
+    let three_calls = |text: &str, queries: [&str; 3]| {
+        let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), text);
+        let calls = flaky.calls.clone();
+        let steps = queries
+            .iter()
+            .map(|q| step("probe", json!({ "q": q })))
+            .chain(std::iter::once(answer("done")))
+            .collect();
+        let (mut a, events) = agent(
+            steps,
+            registry(vec![Arc::new(flaky)]),
+            AgentOptions::default(),
+        );
+        let r = a.run_task("What does the MOT test cost?", None);
+        assert_eq!(r.stop_reason, StopReason::FinalAnswer);
+        assert_eq!(calls.load(Ordering::SeqCst), 3, "each new call ran");
+        (a, events, r)
+    };
     let passage = "prices.md:5\n  An MOT test costs 55 euros, labour included; a retest within 10 working days is free.\n  A diagnosis costs a flat 45 euros.";
-    let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), passage);
-    let calls = flaky.calls.clone();
-    let (mut a, events) = agent(
-        vec![
-            step("probe", json!({"q": "Corolla"})),
-            step("probe", json!({"q": "Corolla's Corolla"})),
-            step("probe", json!({"q": "Corolla's Corolla's"})),
-            answer("55 euros"),
-        ],
-        registry(vec![Arc::new(flaky)]),
-        AgentOptions::default(),
+    let (a, events, r) = three_calls(
+        passage,
+        ["Corolla", "Corolla's Corolla", "Corolla's Corolla's"],
     );
-    let r = a.run_task("What does the MOT test cost?", None);
-    assert_eq!(r.stop_reason, StopReason::FinalAnswer);
-    assert_eq!(calls.load(Ordering::SeqCst), 3, "each new call ran");
     assert_eq!(r.dead_loops, 1);
     let prompts = &a.policy().prompts;
     let second = &prompts[2].last().unwrap().content;
@@ -316,18 +324,7 @@ fn calls_that_keep_bringing_back_the_same_result_turn_their_tool_off() {
         .any(|k| matches!(k, EventKind::DeadLoop { times: 3, .. })));
 
     // A short result shared by different calls is no sign of a stuck model.
-    let flaky = Flaky::new("probe", 0, ToolError::invalid("unused"), "COUNT(*)\n0");
-    let (mut a, _) = agent(
-        vec![
-            step("probe", json!({"q": "a"})),
-            step("probe", json!({"q": "b"})),
-            step("probe", json!({"q": "c"})),
-            answer("0"),
-        ],
-        registry(vec![Arc::new(flaky)]),
-        AgentOptions::default(),
-    );
-    let r = a.run_task("How many?", None);
+    let (a, _, r) = three_calls("COUNT(*)\n0", ["a", "b", "c"]);
     assert_eq!(r.dead_loops, 0);
     assert!(allowed(&a.policy().schemas[3]).contains(&"probe".to_string()));
 }
