@@ -24,6 +24,8 @@ struct Flaky {
     answer: String,
     calls: Arc<AtomicUsize>,
     delay: Duration,
+    /// Whether each answer starts with the call's number (`page 0: …`), so no two are alike.
+    paged: bool,
 }
 
 impl Flaky {
@@ -35,6 +37,7 @@ impl Flaky {
             answer: answer.to_string(),
             calls: Arc::new(AtomicUsize::new(0)),
             delay: Duration::ZERO,
+            paged: false,
         }
     }
 }
@@ -54,6 +57,8 @@ impl Tool for Flaky {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         if n < self.failures {
             Err(self.error.clone())
+        } else if self.paged {
+            Ok(Observation::new(format!("page {n}: {}", self.answer)))
         } else {
             Ok(Observation::new(self.answer.clone()))
         }
@@ -478,37 +483,12 @@ fn the_wall_clock_limit_stops_the_task_between_rounds() {
     assert!(r.error.unwrap().contains("time limit"));
 }
 
-/// A tool whose every call gives a new page of the same long text.
-struct Pages {
-    name: &'static str,
-    text: String,
-    calls: AtomicUsize,
-}
-
-impl Tool for Pages {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn description(&self) -> String {
-        "A test tool.".into()
-    }
-    fn args_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": false})
-    }
-    fn run(&self, _args: &Value) -> Result<Observation, ToolError> {
-        let n = self.calls.fetch_add(1, Ordering::SeqCst);
-        Ok(Observation::new(format!("page {n}: {}", self.text)))
-    }
-}
-
 #[test]
 fn old_rounds_are_dropped_and_observations_cut_to_fit_the_budget_and_the_trace_says_so() {
+    let big = "word ".repeat(300); // ~375 tokens by the scripted count
+    let mut big_tool = Flaky::new("big", 0, ToolError::invalid("unused"), &big);
     // Each call a different page (the same result again would turn the tool off).
-    let big_tool = Pages {
-        name: "big",
-        text: "word ".repeat(300), // ~375 tokens by the scripted count
-        calls: AtomicUsize::new(0),
-    };
+    big_tool.paged = true;
     let steps: Vec<Value> = (0..5)
         .map(|i| step("big", json!({"q": format!("part {i}")})))
         .chain(std::iter::once(answer("done")))
