@@ -1278,10 +1278,8 @@ impl<P: Policy> Agent<P> {
         } else {
             format!("[note: this is the same result your call of round {first} gave: the other arguments changed nothing. Use this result, try another tool, or give the final_answer.]")
         };
-        call.note = Some(match call.note.take() {
-            Some(n) => format!("{n}\n{note}"),
-            None => note,
-        });
+        // A call that worked has no other note (those come with failures and repeats).
+        call.note = Some(note);
     }
 
     /// Runs the step's call with retries, or, for a call already made word for word, answers
