@@ -624,15 +624,17 @@ fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
             .take(SNIPPET_LINES)
             .collect()
     };
-    let covered = |at: usize| -> Vec<bool> {
+    // Which query words the lines `shown` hold between them.
+    let held = |shown: &[usize]| -> Vec<bool> {
         let mut any = vec![false; stems.len()];
-        for j in window(at) {
+        for &j in shown {
             for (a, f) in any.iter_mut().zip(&found[j]) {
                 *a |= *f;
             }
         }
         any
     };
+    let covered = |at: usize| -> Vec<bool> { held(&window(at)) };
     // The best window among those that start at a line holding a word of `new` (every word,
     // then the words the first window lacks), scored by the weight of the words of `new` it
     // holds, then of those its first line holds.
@@ -677,12 +679,7 @@ fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
     // 21% is added to every invoice." three lines further down the same chunk; the model
     // answered with the price before VAT.
     for _ in 0..MAX_EXTRA_LINES {
-        let mut lacking = vec![true; stems.len()];
-        for &i in &shown {
-            for (l, f) in lacking.iter_mut().zip(&found[i]) {
-                *l &= !*f;
-            }
-        }
+        let lacking: Vec<bool> = held(&shown).iter().map(|h| !h).collect();
         let best = found
             .iter()
             .enumerate()

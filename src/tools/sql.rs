@@ -1534,17 +1534,14 @@ fn name_lookup(
                 })
                 .map(|(_, to_table, to)| (to_table, to))
         });
+        // A key into a queried table is looked up in that table only.
         let own = declared
             .as_ref()
-            .is_some_and(|(to_table, _)| used.iter().any(|u| u.eq_ignore_ascii_case(to_table)));
-        let holders = tables.iter().filter(|t| {
-            if own {
-                declared
-                    .as_ref()
-                    .is_some_and(|(to_table, _)| to_table.eq_ignore_ascii_case(t))
-            } else {
-                !used.contains(t)
-            }
+            .map(|(to_table, _)| to_table)
+            .filter(|to_table| used.iter().any(|u| u.eq_ignore_ascii_case(to_table)));
+        let holders = tables.iter().filter(|t| match own {
+            Some(to_table) => to_table.eq_ignore_ascii_case(t),
+            None => !used.contains(t),
         });
         for holder in holders {
             let info = column_types(conn, holder);
