@@ -44,6 +44,8 @@ pub(super) enum Check {
     Rate,
     /// A count of days that no two dates of a row shown give.
     Days,
+    /// A sum of money worked out by a calculation with no price in it.
+    Price,
     /// A value for a name, from a passage the search said does not hold the name.
     Another,
     /// Values the evidence check sent back, given again with nothing behind them.
@@ -66,6 +68,7 @@ impl Check {
             Check::Total => "total_check",
             Check::Rate => "rate_check",
             Check::Days => "days_check",
+            Check::Price => "price_check",
             Check::Another => "another_check",
             Check::Again => "again_check",
             Check::Evidence => "evidence_check",
@@ -77,7 +80,7 @@ impl Check {
 type Test = fn(&View) -> Option<SendBack>;
 
 /// The checks in the order they run, each with its test of an answer.
-const CHECKS: [(Check, Test); 12] = [
+const CHECKS: [(Check, Test); 13] = [
     (Check::Echo, echo),
     (Check::Example, example),
     (Check::Order, order),
@@ -87,6 +90,7 @@ const CHECKS: [(Check, Test); 12] = [
     (Check::Total, total),
     (Check::Rate, rate),
     (Check::Days, days),
+    (Check::Price, price),
     (Check::Another, another),
     (Check::Again, again),
     (Check::Evidence, evidence),
@@ -490,6 +494,26 @@ fn days(v: &View) -> Option<SendBack> {
     Some(SendBack::new(Check::Days, event, observation).calling())
 }
 
+/// A sum of money that a calculation with no price in it gave (hours times a VAT factor):
+/// the price that applies was left out. Sent back once, to a round that must call a tool,
+/// with the prices per unit the passages shown give and, where a number of the calculation
+/// counts the unit of one of them (hours, a price per hour), the calculation with it. Told
+/// only to find the price, the 1.5B model made one up (the worked example's ticket price),
+/// took a part's price for the rate per hour, or left out the VAT it had applied before;
+/// shown the line and the calculation with it, it computed the price the rules give.
+fn price(v: &View) -> Option<SendBack> {
+    let (told, notes) = (v.told(), v.notes());
+    let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
+    let found = super::evidence::priceless(v.a.answer, &base, &v.worked())?;
+    let observation = super::evidence::priceless_message(&found);
+    let event = EventKind::PriceCheck {
+        round: v.a.round,
+        amount: found.amount,
+        expression: found.expression,
+    };
+    Some(SendBack::new(Check::Price, event, observation).calling())
+}
+
 /// A value given for a name that a search said none of its passages holds, found only in
 /// those passages. The value is not the name's: the next round may not write it, and must
 /// query the database while it is on (told only, the 1.5B model searched the same words again
@@ -585,9 +609,8 @@ fn evidence(v: &View) -> Option<SendBack> {
     let (told, notes) = (v.told(), v.notes());
     let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
     // Not the rounds of answers sent back: their observations are the checks' messages,
-    // which quote the answer ("your answer's 16 is not the days between…"). Regression: a
-    // rate made up from the worked example, quoted by an earlier check's message, then
-    // passed this check as if a tool had shown it.
+    // which quote the answer. Regression: the price check's message quoted "1.50", a rate
+    // copied from the worked example, and the evidence check then took it for evidence.
     let rounds = v.worked();
     let checked = super::evidence::check_with_thought(v.a.answer, v.a.thought, &base, &rounds);
     let round = v.a.round;

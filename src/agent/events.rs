@@ -256,6 +256,16 @@ pub enum EventKind {
         /// The dates of the row.
         dates: Vec<String>,
     },
+    /// A final answer gave a sum of money that a calculation with no price in it worked out,
+    /// and was sent back once.
+    PriceCheck {
+        /// The round.
+        round: usize,
+        /// The answer's amount, as written.
+        amount: String,
+        /// The calculator expression that gave it.
+        expression: String,
+    },
     /// A final answer gave, for a name a search said no passage holds, a value found only in
     /// that search's passages, and was sent back once.
     AnotherCheck {

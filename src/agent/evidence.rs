@@ -1078,9 +1078,40 @@ pub fn listed_total_message(amounts: &[String]) -> String {
 /// Units an answer may give an amount per (`20 euros per night`), singular; the plural adds
 /// an `s`. Each is also a span a task may ask the whole of (`for 3 nights`).
 const RATE_UNITS: &[&str] = &[
-    "night", "day", "hour", "minute", "week", "month", "year", "person", "adult", "child", "guest",
-    "head", "item", "unit", "piece", "ticket", "visit", "lesson", "session", "meal", "room", "kg",
-    "kilo", "litre", "liter", "bottle", "box", "pack", "seat", "copy",
+    "night",
+    "day",
+    "hour",
+    "minute",
+    "week",
+    "month",
+    "year",
+    "person",
+    "adult",
+    "child",
+    "guest",
+    "head",
+    "item",
+    "unit",
+    "piece",
+    "ticket",
+    "visit",
+    "lesson",
+    "session",
+    "meal",
+    "room",
+    "kg",
+    "kilo",
+    "litre",
+    "liter",
+    "bottle",
+    "box",
+    "pack",
+    "seat",
+    "copy",
+    "km",
+    "kilometre",
+    "kilometer",
+    "mile",
 ];
 
 /// Words that make the unit after them a rate: `per night`, `a day`, `each hour`.
@@ -1256,11 +1287,22 @@ const RATE_COLUMN_WORDS: &[&str] = &["rate", "price", "per", "tariff"];
 /// which a row of a table of `text` (a header line and rows of as many cells, ` | ` between
 /// them) holds `value`.
 fn rate_column(value: f64, text: &str) -> Option<String> {
-    let is_rate = |name: &str| {
+    column_of(value, text, RATE_COLUMN_WORDS)
+}
+
+/// The name of a column of a table of `text` (see [`rate_column`]) whose name holds one of
+/// `kinds` (as a word of it) and in which a row holds `value`.
+fn column_of(value: f64, text: &str, kinds: &[&str]) -> Option<String> {
+    column_where(value, text, |name| {
         crate::call::tidy::identifier_words(name)
             .iter()
-            .any(|w| RATE_COLUMN_WORDS.contains(&w.as_str()))
-    };
+            .any(|w| kinds.contains(&w.as_str()))
+    })
+}
+
+/// The name of a column of a table of `text` (see [`rate_column`]) that `is_rate` accepts and
+/// in which a row holds `value`.
+fn column_where(value: f64, text: &str, is_rate: impl Fn(&str) -> bool) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     for (i, head) in lines.iter().enumerate() {
         let names: Vec<&str> = head.split(" | ").map(str::trim).collect();
@@ -1281,6 +1323,298 @@ fn rate_column(value: f64, text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Words of a column's name that make its values sums of money.
+const MONEY_COLUMN_WORDS: &[&str] = &[
+    "price", "cost", "fee", "rate", "amount", "charge", "total", "paid", "salary", "wage", "value",
+    "freight", "fine", "spent", "tariff", "tax", "balance", "due", "revenue", "budget", "deposit",
+    "income", "pay",
+];
+
+/// Currency words written after an amount (`30 euros`, `12.50 EUR`).
+const CURRENCY_WORDS: &[&str] = &[
+    "euro", "euros", "eur", "dollar", "dollars", "usd", "pound", "pounds", "gbp", "cents",
+];
+
+/// Words shortly before a number that make it a sum of money without a currency: "it costs
+/// 12", "pays 40".
+const MONEY_VERBS: &[&str] = &[
+    "cost", "costs", "price", "priced", "pay", "pays", "paid", "charge", "charges", "charged",
+    "fee", "worth", "spend", "spends", "spent", "earn", "earns", "earned", "salary", "budget",
+];
+
+/// The numbers of `text` written as sums of money: after a currency sign (`$12`, `€ 30`), before
+/// a currency word or sign (`30 euros`, `12 €`), or up to three words after a word of paying
+/// ([`MONEY_VERBS`]: "costs a flat 45").
+fn money_amounts(text: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (raw, v, i) in numbers_at(text) {
+        // Within its line; a table's row is read by its columns ([`column_of`]), not by the
+        // header's words before it.
+        let start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+        let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+        if text[start..end].contains(" | ") {
+            continue;
+        }
+        let before = text[start..i].trim_end();
+        let after = text[i + raw.len()..end].trim_start();
+        let sign_before = before.ends_with(['$', '€', '£']);
+        let next: String = after
+            .chars()
+            .take_while(|c| c.is_alphabetic())
+            .collect::<String>()
+            .to_lowercase();
+        let word_after =
+            CURRENCY_WORDS.contains(&next.as_str()) || after.starts_with(['€', '$', '£']);
+        let verb = before
+            .rsplit(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .take(3)
+            .any(|w| MONEY_VERBS.contains(&w.to_lowercase().as_str()));
+        if sign_before || word_after || verb {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// An answer giving a sum of money worked out by a calculation with no sum of money in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Priceless {
+    /// The answer's amount, as written.
+    pub amount: String,
+    /// The calculator expression that gave it.
+    pub expression: String,
+    /// Its numbers, each with the column of the rows shown that holds it, where one does.
+    pub operands: Vec<(String, Option<String>)>,
+    /// The lines of the passages shown that give a sum of money per unit.
+    pub rates: Vec<RateLine>,
+    /// The calculation with the price per unit that one of its numbers counts
+    /// (`(2.25 * 1.21) * 68` for hours of labour and a rate per hour), where there is one.
+    pub suggestion: Option<String>,
+}
+
+/// When a sum of money in `answer` (see [`money_amounts`]) is the value of a calculation of
+/// `rounds` (each (the calculator expression, when the round was a calculator call, its
+/// observation)), and no number of that calculation is a sum of money: none is written as
+/// money in `told` (the task and the context) or a tool's result, none is in a column of
+/// prices, costs or fees ([`MONEY_COLUMN_WORDS`]), and none is the value of an earlier
+/// calculation that had one. Hours times a VAT factor is no price. Regression: asked what
+/// the labour on a job costs before VAT, the 1.5B model divided its 7.5 hours by 1.21 and
+/// answered "about 6.20 euros"; the rate per hour was in the documents, not shown, and never
+/// looked for. Not when a number of the calculation is itself found nowhere (a rate made up
+/// or copied from the worked example: the evidence check's case).
+pub fn priceless(
+    answer: &str,
+    told: &[&str],
+    rounds: &[(Option<&str>, &str)],
+) -> Option<Priceless> {
+    let wanted = money_amounts(answer);
+    if wanted.is_empty() {
+        return None;
+    }
+    let written: Vec<&str> = told
+        .iter()
+        .copied()
+        .chain(rounds.iter().filter(|(e, _)| e.is_none()).map(|(_, o)| *o))
+        .collect();
+    let money: Vec<f64> = written.iter().flat_map(|t| money_amounts(t)).collect();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+    let column = |x: f64| {
+        written
+            .iter()
+            .find_map(|t| column_of(x, t, MONEY_COLUMN_WORDS))
+    };
+    // Each calculation: its expression, numbers, value, and whether a sum of money is in it.
+    struct Worked<'e> {
+        expr: &'e str,
+        operands: Vec<(String, f64)>,
+        value: f64,
+        priced: bool,
+    }
+    let mut money_results: Vec<f64> = Vec::new();
+    let mut worked: Vec<Worked> = Vec::new();
+    for (expr, obs) in rounds {
+        let Some(expr) = expr else { continue };
+        if works_with_dates(expr) {
+            continue;
+        }
+        let Some((_, value)) = numbers(obs).into_iter().next() else {
+            continue;
+        };
+        let operands = numbers(expr);
+        let priced = operands.iter().any(|&(_, x)| {
+            money.iter().chain(&money_results).any(|&m| close(m, x)) || column(x).is_some()
+        });
+        if priced {
+            money_results.push(value);
+        }
+        worked.push(Worked {
+            expr,
+            operands,
+            value,
+            priced,
+        });
+    }
+    // The last calculation that gave an amount of the answer, and that amount as written.
+    let given = numbers(answer);
+    let (w, amount) = worked.into_iter().rev().find_map(|w| {
+        given
+            .iter()
+            .find(|(raw, v)| wanted.iter().any(|x| close(*x, *v)) && same(raw, *v, w.value))
+            .map(|(raw, _)| raw.clone())
+            .map(|raw| (w, raw))
+    })?;
+    // A number of it found nowhere (made up, or the worked example's) is the evidence
+    // check's to send back: the calculation is not short of a price but of its inputs.
+    let ungrounded = check("", told, rounds).ungrounded_inputs;
+    if w.priced || w.operands.iter().any(|(raw, _)| ungrounded.contains(raw)) {
+        return None;
+    }
+    Some(Priceless {
+        suggestion: None,
+        amount,
+        expression: w.expr.to_string(),
+        operands: w
+            .operands
+            .into_iter()
+            .map(|(r, x)| {
+                // Any column of the rows shown that holds it (not a number: a header); not
+                // for 0 and 1, the constants of `(1 + 0.21)`, which some id holds too.
+                let named = (x != 0.0 && x != 1.0)
+                    .then(|| {
+                        written
+                            .iter()
+                            .find_map(|t| column_where(x, t, |n| n.parse::<f64>().is_err()))
+                    })
+                    .flatten();
+                (r, named)
+            })
+            .collect(),
+        rates: rate_lines(&written),
+    })
+    .map(|mut p| {
+        // A number of the calculation that counts the unit of one of the prices shown: the
+        // calculation times that price is what the rules give, in the simplest case.
+        p.suggestion = p.operands.iter().find_map(|(_, column)| {
+            let unit = column_unit(column.as_deref()?)?;
+            let rate = p.rates.iter().find(|r| same_unit(r.unit, unit))?;
+            Some(format!("({}) * {}", p.expression, rate.amount))
+        });
+        p
+    })
+}
+
+/// A line of a passage that gives a sum of money per unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLine {
+    /// The line, trimmed.
+    pub line: String,
+    /// The sum of money, as written (`68`).
+    pub amount: String,
+    /// Its unit, singular (`hour`).
+    pub unit: &'static str,
+}
+
+/// The lines of `texts` (passages, not rows of a table) that give a sum of money per unit
+/// ("Labour is charged at 68 euros per hour"), at most [`MAX_RATE_LINES`], each once, in the
+/// order they come.
+fn rate_lines(texts: &[&str]) -> Vec<RateLine> {
+    let mut out: Vec<RateLine> = Vec::new();
+    for line in texts.iter().flat_map(|t| t.lines()) {
+        let line = line.trim();
+        if line.contains(" | ") || out.iter().any(|l| l.line == line) {
+            continue;
+        }
+        let money = money_amounts(line);
+        // `68 euros per hour`: a sum of money, then its unit.
+        let rated = numbers_at(line).into_iter().find_map(|(raw, v, i)| {
+            if !money.iter().any(|m| (m - v).abs() < 1e-9) {
+                return None;
+            }
+            written_rate(line, i + raw.len()).map(|(unit, _)| (raw, unit))
+        });
+        if let Some((amount, unit)) = rated {
+            out.push(RateLine {
+                line: line.to_string(),
+                amount,
+                unit,
+            });
+            if out.len() == MAX_RATE_LINES {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The unit a column's values count, from the words of its name (`labour_hrs` → `hour`,
+/// `nights` → `night`, `qty` → `unit`), where one of [`RATE_UNITS`] or a short form of one
+/// names it.
+fn column_unit(column: &str) -> Option<&'static str> {
+    crate::call::tidy::identifier_words(column)
+        .iter()
+        .rev()
+        .find_map(|w| match w.as_str() {
+            "hrs" | "hr" | "h" => Some("hour"),
+            "qty" | "quantity" | "units" | "pcs" => Some("unit"),
+            "kms" | "kilometres" | "kilometers" => Some("km"),
+            "kgs" | "kilos" => Some("kg"),
+            w => rate_unit(w),
+        })
+}
+
+/// Whether a price per `rate` counts what a column of unit `column` counts (`unit`, `item`
+/// and `piece` are one).
+fn same_unit(rate: &str, column: &str) -> bool {
+    fn one(u: &str) -> &str {
+        if matches!(u, "item" | "piece") {
+            "unit"
+        } else {
+            u
+        }
+    }
+    one(rate) == one(column)
+}
+
+/// The most lines of rates [`priceless_message`] quotes.
+const MAX_RATE_LINES: usize = 3;
+
+/// What the loop tells the model when its answer gives a sum of money from a calculation
+/// with no price in it.
+pub fn priceless_message(p: &Priceless) -> String {
+    let named: Vec<String> = p
+        .operands
+        .iter()
+        .filter_map(|(raw, col)| col.as_ref().map(|c| format!("{raw} is {c}")))
+        .collect();
+    let named = if named.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", named.join(", "))
+    };
+    let rates = if p.rates.is_empty() {
+        String::new()
+    } else {
+        let quoted: Vec<String> = p.rates.iter().map(|r| format!("\"{}\"", r.line)).collect();
+        format!(
+            " The documents shown give these prices: {}.",
+            quoted.join(" ")
+        )
+    };
+    let again = match &p.suggestion {
+        Some(s) => {
+            format!("work the answer out again with it, as {s} if that is the price that applies")
+        }
+        None => "work the answer out again from it".to_string(),
+    };
+    format!(
+        "[check: the answer's {} is a sum of money worked out as {}, and none of those \
+         numbers is a price{named}.{rates} Find the price that applies (per hour, per item, \
+         per day, per night: in the documents or the data) and {again}.]",
+        p.amount, p.expression
+    )
 }
 
 /// What the loop tells the model when its answer gives a `rate` and the task asks for the
@@ -1597,6 +1931,45 @@ mod tests {
             rate_for_total(total, "The guides cost 90 euros per day in 2025.", &[]),
             Some(written("90 euros per day", "day"))
         );
+    }
+
+    /// Regression (issue 19, garage-two-4): "What is the labour of job 14 worth with VAT
+    /// added?" was answered 2.7225 euros, the job's 2.25 hours times 1.21, with the rate per
+    /// hour on the line above the VAT rule. The calculation is found to hold no price, its
+    /// hours are named by their column, and the passages' prices per unit are quoted.
+    #[test]
+    fn a_sum_of_money_from_no_price_names_its_numbers_and_the_prices_shown() {
+        let notes = "Passages of the user's documents that share words with this task:\n\
+            prices.md:3\n  Labour is charged at 68 euros per hour, counted in quarter hours.\n  \
+            VAT of 21% is added to every invoice.\n  A diagnosis costs a flat 45 euros.\n\n\
+            Some rows of the tables this task's words point to:\n\
+            job_id | kind | labour_hrs | status\n14 | brakes | 2.25 | done";
+        let told = ["What is the labour of job 14 worth with VAT added?", notes];
+        let answer = "The labour of job 14 with VAT added is 2.7225 euros.";
+        let found = priceless(answer, &told, &[(Some("2.25 * 1.21"), "2.7225")]).unwrap();
+        assert_eq!(found.amount, "2.7225");
+        assert_eq!(
+            found.operands,
+            [
+                ("2.25".to_string(), Some("labour_hrs".to_string())),
+                ("1.21".to_string(), None)
+            ]
+        );
+        let lines: Vec<&str> = found.rates.iter().map(|r| r.line.as_str()).collect();
+        assert_eq!(
+            lines,
+            ["Labour is charged at 68 euros per hour, counted in quarter hours."]
+        );
+        assert_eq!(found.suggestion.as_deref(), Some("(2.25 * 1.21) * 68"));
+        let message = priceless_message(&found);
+        assert!(message.contains("(2.25 is labour_hrs)"), "{message}");
+        assert!(
+            message.contains("\"Labour is charged at 68 euros per hour"),
+            "{message}"
+        );
+        // Worked out from the rate: no check.
+        let rounds = [(Some("2.25 * 68 * 1.21"), "185.13")];
+        assert_eq!(priceless("It is 185.13 euros.", &told, &rounds), None);
     }
 
     /// Regression (issue 19): "How much was the room for Sara Conti's April stay, before any
@@ -2170,6 +2543,93 @@ mod tests {
         assert_eq!(
             without_units("20 euros per night * 6 nights = 120 euros"),
             "20 * 6 = 120 euros"
+        );
+    }
+
+    /// Regression (issue 19, the garage suite): "What does the labour on job 12 cost, before
+    /// VAT?" was answered "about 6.20 euros": the job's 7.5 hours divided by 1.21; the rate per
+    /// hour was never found.
+    #[test]
+    fn a_sum_of_money_from_a_calculation_with_no_price_is_named() {
+        let task = "What does the labour on job 12 cost, before VAT?";
+        let context =
+            "Passages of the user's documents:\n  VAT of 21% is added to every invoice.\n\
+                       -- job: the row whose job_id is 12\n\
+                       job_id | veh_id | kind | labour_hrs\n12 | 1 | repair | 7.5";
+        let told = [task, context];
+        let rounds = [(
+            Some("7.5 / (1 + 0.21)"),
+            "≈ 6.19834710744 (exactly 750/121)",
+        )];
+        let p = priceless(
+            "The labour on job 12 costs approximately 6.20 euros before VAT.",
+            &told,
+            &rounds,
+        )
+        .unwrap();
+        assert_eq!(p.amount, "6.20");
+        assert_eq!(p.expression, "7.5 / (1 + 0.21)");
+        assert_eq!(
+            p.operands,
+            [
+                ("7.5".to_string(), Some("labour_hrs".to_string())),
+                ("1".to_string(), None),
+                ("0.21".to_string(), None)
+            ]
+        );
+        assert_eq!((p.rates.len(), p.suggestion.as_deref()), (0, None));
+        let m = priceless_message(&p);
+        assert!(
+            m.contains("6.20") && m.contains("none of those numbers is a price"),
+            "{m}"
+        );
+        // With the rate from the documents, from a column of prices, or from an earlier
+        // calculation that had one: a price is in it.
+        let priced = [task, "Labour is charged at 68 euros per hour."];
+        let rounds = [(Some("7.5 * 68"), "510")];
+        assert_eq!(priceless("It costs 510 euros.", &priced, &rounds), None);
+        let rows = [task, "descr | unit_cost\nwiper blade | 11"];
+        let rounds = [(Some("11 * 3"), "33"), (Some("33 * 1.2"), "39.6")];
+        assert_eq!(
+            priceless("3 blades cost 39.60 euros.", &rows, &rounds),
+            None
+        );
+        // A price the task gives with a word of paying, not a currency.
+        let word = ["Each apple costs 2 and Tom buys 5 apples. How much does he pay?"];
+        assert_eq!(
+            priceless("Tom pays $10.", &word, &[(Some("2 * 5"), "10")]),
+            None
+        );
+        // A number of the calculation found nowhere (made up): the evidence check's case.
+        assert_eq!(
+            priceless(
+                "It costs 9.07 euros.",
+                &told,
+                &[(Some("7.5 * 1.21"), "9.075")]
+            )
+            .map(|p| p.amount),
+            Some("9.07".to_string())
+        );
+        assert_eq!(
+            priceless(
+                "It costs 157.3 euros.",
+                &told,
+                &[(Some("130 * 1.21"), "157.3")]
+            ),
+            None
+        );
+        // An answer that is not a sum of money, or whose amount no calculation gave.
+        assert_eq!(
+            priceless(
+                "The job took 7.5 hours.",
+                &told,
+                &[(Some("7.5 * 1"), "7.5")]
+            ),
+            None
+        );
+        assert_eq!(
+            priceless("It costs 40 euros.", &told, &[(Some("7.5 * 2"), "15")]),
+            None
         );
     }
 

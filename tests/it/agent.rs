@@ -1414,6 +1414,59 @@ fn a_total_answered_with_the_amounts_it_is_made_of_is_sent_back_once() {
     }
 }
 
+/// Regression (issue 19, the garage suite): "What is the labour of job 14 worth with VAT
+/// added?" was answered 2.7225 euros, the job's 2.25 hours times 1.21, with the rate per hour
+/// in the passages shown. A sum of money worked out with no price in the calculation is sent
+/// back once, to a round that must call a tool, the message saying which numbers were used;
+/// an answer computed from a price is not.
+#[test]
+fn a_sum_of_money_worked_out_with_no_price_is_sent_back_once() {
+    let task = "What does renting the Bell for 3 days cost, with 19% VAT?";
+    let query = json!({"query": "SELECT price FROM products WHERE name = 'Bell'"});
+    let pick = |k: &EventKind| match k {
+        EventKind::PriceCheck {
+            amount, expression, ..
+        } => Some((amount.clone(), expression.clone())),
+        _ => None,
+    };
+    let (r, checked, allowed, text, _) = run_on_orders(
+        task,
+        vec![
+            calc("3 * 1.19"),
+            answer("Renting the Bell for 3 days costs 3.57 euros."),
+            step("sql", query.clone()),
+            calc("21 * 3 * 1.19"),
+            answer("Renting the Bell for 3 days costs 74.97 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("Renting the Bell for 3 days costs 74.97 euros.", 5)
+    );
+    assert_eq!(checked, [("3.57".to_string(), "3 * 1.19".to_string())]);
+    assert!(
+        !allowed[2].iter().any(|a| a == "final_answer"),
+        "the round after must call a tool: {allowed:?}"
+    );
+    assert!(
+        text.contains("worked out as 3 * 1.19, and none of those numbers is a price"),
+        "{text}"
+    );
+    // Worked out from the price the query found: no check.
+    let (r, checked, _, _, _) = run_on_orders(
+        task,
+        vec![
+            step("sql", query),
+            calc("21 * 3 * 1.19"),
+            answer("Renting the Bell for 3 days costs 74.97 euros."),
+        ],
+        pick,
+    );
+    assert_eq!(r.rounds, 3);
+    assert!(checked.is_empty(), "{checked:?}");
+}
+
 /// Regression (issue 19): a made-up value quoted by an earlier check's message ("your
 /// answer's 16 is not the days between …") was taken for evidence by the evidence check of
 /// the next answer, which gave it again. The messages of answers sent back are no evidence.
