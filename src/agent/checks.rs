@@ -609,8 +609,9 @@ fn evidence(v: &View) -> Option<SendBack> {
     let (told, notes) = (v.told(), v.notes());
     let base: Vec<&str> = notes.iter().chain(&told).copied().collect();
     // Not the rounds of answers sent back: their observations are the checks' messages,
-    // which quote the answer. Regression: the price check's message quoted "1.50", a rate
-    // copied from the worked example, and the evidence check then took it for evidence.
+    // which quote the answer ("your answer's 16 is not the days between…"). Regression: a
+    // rate made up from the worked example, quoted by an earlier check's message, then
+    // passed this check as if a tool had shown it.
     let rounds = v.worked();
     let checked = super::evidence::check_with_thought(v.a.answer, v.a.thought, &base, &rounds);
     let round = v.a.round;

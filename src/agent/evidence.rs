@@ -1472,37 +1472,36 @@ pub fn priceless(
     if w.priced || w.operands.iter().any(|(raw, _)| ungrounded.contains(raw)) {
         return None;
     }
+    // Each number with any column of the rows shown that holds it (not a number: a header);
+    // not for 0 and 1, the constants of `(1 + 0.21)`, which some id holds too.
+    let operands: Vec<(String, Option<String>)> = w
+        .operands
+        .into_iter()
+        .map(|(r, x)| {
+            let named = (x != 0.0 && x != 1.0)
+                .then(|| {
+                    written
+                        .iter()
+                        .find_map(|t| column_where(x, t, |n| n.parse::<f64>().is_err()))
+                })
+                .flatten();
+            (r, named)
+        })
+        .collect();
+    let rates = rate_lines(&written);
+    // A number of the calculation that counts the unit of one of the prices shown: the
+    // calculation times that price is what the rules give, in the simplest case.
+    let suggestion = operands.iter().find_map(|(_, column)| {
+        let unit = column_unit(column.as_deref()?)?;
+        let rate = rates.iter().find(|r| same_unit(r.unit, unit))?;
+        Some(format!("({}) * {}", w.expr, rate.amount))
+    });
     Some(Priceless {
-        suggestion: None,
         amount,
         expression: w.expr.to_string(),
-        operands: w
-            .operands
-            .into_iter()
-            .map(|(r, x)| {
-                // Any column of the rows shown that holds it (not a number: a header); not
-                // for 0 and 1, the constants of `(1 + 0.21)`, which some id holds too.
-                let named = (x != 0.0 && x != 1.0)
-                    .then(|| {
-                        written
-                            .iter()
-                            .find_map(|t| column_where(x, t, |n| n.parse::<f64>().is_err()))
-                    })
-                    .flatten();
-                (r, named)
-            })
-            .collect(),
-        rates: rate_lines(&written),
-    })
-    .map(|mut p| {
-        // A number of the calculation that counts the unit of one of the prices shown: the
-        // calculation times that price is what the rules give, in the simplest case.
-        p.suggestion = p.operands.iter().find_map(|(_, column)| {
-            let unit = column_unit(column.as_deref()?)?;
-            let rate = p.rates.iter().find(|r| same_unit(r.unit, unit))?;
-            Some(format!("({}) * {}", p.expression, rate.amount))
-        });
-        p
+        operands,
+        rates,
+        suggestion,
     })
 }
 
