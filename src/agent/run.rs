@@ -12,7 +12,10 @@ use super::events::{Event, EventKind, EventSink};
 use super::guards::{backoff, Guards, Seen};
 use super::prompt::{fit, system_text, RoundText, TaskContext};
 use super::reason::REASON;
-use super::step::{partial_action, step_schema_of, ANSWER_MAX_CHARS, FINAL_ANSWER};
+use super::step::{
+    cut_off_text, partial_action, partial_arg, repeated_piece, step_schema_of, ANSWER_MAX_CHARS,
+    FINAL_ANSWER,
+};
 use super::{
     canonical_json, AgentError, AgentOptions, AgentResult, Decoded, ForbidRepeats, Policy,
     StopReason, ToolCall,
@@ -670,17 +673,15 @@ impl<P: Policy> Agent<P> {
         )?;
         let mut record = self.count_step(run, round, &decoded);
         let step = if decoded.complete {
-            parse_step(&decoded.text)
+            parse_step(&decoded.text).map_err(|why| (why, decoded.text.clone()))
         } else {
-            Err(format!(
-                "the step was cut off at the limit of {} tokens",
-                self.options.max_step_tokens
-            ))
+            Err(cut_off(&decoded.text, self.options.max_step_tokens))
         };
         let step = match step {
             Ok(s) => s,
-            Err(why) => {
-                return Ok(self.bad_step(run, st, round, decoded.text, why, record, step_start))
+            Err((why, shown)) => {
+                let texts = (decoded.text, shown);
+                return Ok(self.bad_step(run, st, round, texts, why, record, step_start));
             }
         };
         self.emit(
@@ -984,14 +985,15 @@ impl<P: Policy> Agent<P> {
     }
 
     /// A step that could not be used (cut off, or not a step): a failed round whose
-    /// observation tells the model what to do.
+    /// observation tells the model what to do. `text` is the step as decoded (the trace and
+    /// memory keep it), `shown` as the prompts after it show it ([`cut_off`]).
     #[allow(clippy::too_many_arguments)]
     fn bad_step(
         &mut self,
         run: &mut TaskRun,
         st: &mut Rounds,
         round: usize,
-        text: String,
+        (text, shown): (String, String),
         why: String,
         mut record: StepRecord,
         started: Instant,
@@ -1028,7 +1030,7 @@ impl<P: Policy> Agent<P> {
         self.next_round(
             st,
             RoundText {
-                step: text,
+                step: shown,
                 observation,
             },
         )
@@ -1533,4 +1535,48 @@ impl<P: Policy> Agent<P> {
         self.emit(run.start, kind);
         run.result
     }
+}
+
+/// Why a step cut off at the token limit of `limit` could not be used, with what went wrong
+/// in it where that can be seen (a piece of its arguments written again, and in a query, a
+/// string that ran on over the query's own text: [`crate::tools::sql::runaway_literal`]), and
+/// the step's text as the prompts after it show it ([`cut_off_text`]; a query whose string ran
+/// on, up to where the string should have closed: what follows was written with every quote
+/// the wrong way round). Regression: told only that the step was cut off, and shown its 512
+/// tokens, the 1.5B model wrote the same query, one quote short in `'O''Neill)`, to the limit
+/// again in each of the three rounds after.
+fn cut_off(text: &str, limit: usize) -> (String, String) {
+    let mut why = format!("the step was cut off at the limit of {limit} tokens");
+    let action = partial_action(text);
+    let arg = match action.as_deref() {
+        Some(crate::tools::sql::NAME) => partial_arg(text, "query"),
+        Some("calculator") => partial_arg(text, "expression"),
+        _ => None,
+    };
+    let args = arg
+        .clone()
+        .or_else(|| text.find("\"args\"").map(|at| text[at..].to_string()));
+    let mut said = Vec::new();
+    if let Some((piece, times)) = args.as_deref().and_then(|a| repeated_piece(a, 2)) {
+        said.push(format!("it writes `{piece}` {times} times"));
+    }
+    let mut shown = cut_off_text(text);
+    let runaway = arg
+        .as_deref()
+        .filter(|_| action.as_deref() == Some(crate::tools::sql::NAME))
+        .and_then(crate::tools::sql::runaway_literal);
+    if let Some(r) = runaway {
+        said.push(r.message);
+        // The query as the step's JSON writes it, up to the value's end.
+        let escaped = Value::String(r.meant).to_string();
+        let meant = &escaped[1..escaped.len() - 1];
+        if let Some(at) = text.find(meant) {
+            shown = format!("{} …", &text[..at + meant.len()]);
+        }
+    }
+    if !said.is_empty() {
+        why.push_str(": ");
+        why.push_str(&said.join("; "));
+    }
+    (why, shown)
 }

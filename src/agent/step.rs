@@ -39,6 +39,109 @@ pub fn partial_action(text: &str) -> Option<String> {
     Some(rest[..rest.find('"')?].to_string())
 }
 
+/// The string argument `key` of a step's text as far as it goes, unescaped, even in a step
+/// cut off inside it (`"args":{"query":"SELECT … 'O''Neill) AND`).
+pub fn partial_arg(text: &str, key: &str) -> Option<String> {
+    let args = text.find("\"args\"")?;
+    let at = args + text[args..].find(&format!("\"{key}\""))? + key.len() + 2;
+    let rest = text[at..].trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => break,
+            '\\' => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    if let Some(ch) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                        out.push(ch);
+                    }
+                }
+                Some(other) => out.push(other),
+                None => break,
+            },
+            _ => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// Pieces of an argument shorter than this are not counted as repeated (`1`, `x`).
+const MIN_REPEATED_CHARS: usize = 6;
+
+/// The pieces of `text` between the separators of conditions, lists and sums (` AND `,
+/// ` OR `, `, `, ` + `, newlines), trimmed, each with its byte offset.
+fn pieces(text: &str) -> Vec<(usize, &str)> {
+    const SEPARATORS: [&str; 7] = [" AND ", " OR ", " and ", " or ", ", ", " + ", "\n"];
+    let mut out = Vec::new();
+    let mut from = 0;
+    let mut i = 0;
+    while i < text.len() {
+        if let Some(sep) = SEPARATORS.iter().find(|s| text[i..].starts_with(**s)) {
+            out.push((from, &text[from..i]));
+            i += sep.len();
+            from = i;
+        } else {
+            i += text[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out.push((from, &text[from..]));
+    out.into_iter()
+        .map(|(at, p)| (at + (p.len() - p.trim_start().len()), p.trim()))
+        .filter(|(_, p)| p.len() >= MIN_REPEATED_CHARS)
+        .collect()
+}
+
+/// The piece of `text` written most often, when one is written `min` times or more: a
+/// condition, list item or term the model fell into repeating. The first such piece on a tie.
+pub fn repeated_piece(text: &str, min: usize) -> Option<(String, usize)> {
+    let pieces = pieces(text);
+    let mut best: Option<(&str, usize)> = None;
+    for (i, (_, p)) in pieces.iter().enumerate() {
+        if pieces[..i].iter().any(|(_, q)| q == p) {
+            continue;
+        }
+        let n = pieces[i..].iter().filter(|(_, q)| q == p).count();
+        if n >= min.max(2) && best.is_none_or(|(_, m)| n > m) {
+            best = Some((p, n));
+        }
+    }
+    best.map(|(p, n)| (p.to_string(), n))
+}
+
+/// The most characters of a cut-off step kept for the prompts after it.
+const CUT_OFF_KEPT_CHARS: usize = 600;
+
+/// A cut-off step's text as the prompts after it show it: up to where it starts to repeat a
+/// piece it already wrote (or [`CUT_OFF_KEPT_CHARS`]), then `…`. Shown whole, 512 tokens of
+/// repetition were the model's own example of what to write next: it wrote them again word
+/// for word in each of the three rounds after.
+pub fn cut_off_text(text: &str) -> String {
+    let mut end = text.len();
+    let pieces = pieces(text);
+    if let Some((at, _)) = pieces
+        .iter()
+        .enumerate()
+        .find(|(i, (_, p))| pieces[..*i].iter().any(|(_, q)| q == p))
+        .map(|(_, piece)| *piece)
+    {
+        end = at;
+    }
+    if end > CUT_OFF_KEPT_CHARS {
+        end = CUT_OFF_KEPT_CHARS;
+    }
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end == text.len() {
+        return text.to_string();
+    }
+    format!("{} …", text[..end].trim_end())
+}
+
 /// The call a step's text makes, as it wrote it: `"action":"sql","args":{"query":"…"}`, the
 /// two members side by side as the step schema orders them. The text the loop forbids after
 /// the call failed ([`crate::constrain::Constraint::forbid`]): the same bytes decoded again
@@ -153,6 +256,39 @@ pub const STEP_SCHEMA_FILE: &str = "grammars/agent_step.schema.json";
 mod tests {
     use super::*;
     use crate::constrain::bounds::pattern_is_bounded;
+
+    #[test]
+    fn a_cut_off_argument_is_read_as_far_as_it_goes() {
+        let text = r#"{"thought":"Sum \"km\".","action":"sql","args":{"query":"SELECT \"km\" FROM t WHERE a = 'x\u00e9"#;
+        assert_eq!(
+            partial_arg(text, "query").as_deref(),
+            Some("SELECT \"km\" FROM t WHERE a = 'x\u{e9}")
+        );
+        assert_eq!(partial_arg(text, "expression"), None);
+    }
+
+    #[test]
+    fn a_piece_written_again_is_found_and_the_text_kept_up_to_it() {
+        let q =
+            "a = 1 AND month LIKE '05' AND month LIKE '06' AND month LIKE '05' AND month LIKE '05'";
+        assert_eq!(
+            repeated_piece(q, 2),
+            Some(("month LIKE '05'".to_string(), 3))
+        );
+        assert_eq!(
+            repeated_piece("1 + 2 + 3 + 2", 2),
+            None,
+            "pieces under 6 characters"
+        );
+        assert_eq!(repeated_piece(q, 4), None);
+        assert_eq!(
+            cut_off_text(q),
+            "a = 1 AND month LIKE '05' AND month LIKE '06' AND …"
+        );
+        let long = "word ".repeat(200);
+        assert!(cut_off_text(&long).chars().count() <= CUT_OFF_KEPT_CHARS + 2);
+        assert_eq!(cut_off_text("short"), "short");
+    }
 
     #[test]
     fn unbounded_string_arguments_get_a_bound_and_bounded_ones_keep_theirs() {

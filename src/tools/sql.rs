@@ -36,9 +36,11 @@ use serde_json::Value;
 use super::{parse_args, schema_of, Observation, Tool, ToolError};
 
 mod bare;
+mod literal;
 mod math;
 mod names;
 mod repair;
+pub use literal::{runaway_literal, RunawayLiteral};
 pub(crate) use names::name_terms;
 
 /// SQLite's heap limit for the whole process (`sqlite3_hard_heap_limit64`), set when a sql
@@ -690,8 +692,10 @@ impl SqlTool {
             return ToolError::invalid(format!("SQL error: {text}"))
                 .with_hint(function_hint(name.trim()));
         }
-        ToolError::invalid(format!("SQL error: {text}"))
-            .with_hint("fix the query; the tables and their columns are in the tool's description")
+        let hint = runaway_literal(sql).map(|r| r.message).unwrap_or_else(|| {
+            "fix the query; the tables and their columns are in the tool's description".into()
+        });
+        ToolError::invalid(format!("SQL error: {text}")).with_hint(hint)
     }
 }
 

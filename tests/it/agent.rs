@@ -586,6 +586,81 @@ fn a_step_cut_off_by_the_token_limit_is_a_failed_round_shown_to_the_model() {
     assert!(obs.contains("cut off at the limit of 30 tokens"), "{obs}");
 }
 
+/// Regression (issue 19): `last_name = 'O''Neill) AND …`, one quote short, made every quote
+/// after it open a string where the 1.5B model meant to close one; the query never ended and
+/// the step was cut off at 512 tokens. Told only that, and shown its whole step again, the
+/// model wrote the same query to the limit in each of the three rounds after, and the task
+/// ended with no answer. The message now names the string and where it should have closed,
+/// and the prompts after show the step only up to there.
+#[test]
+fn a_query_cut_off_after_a_string_one_quote_short_is_shown_up_to_where_it_should_close() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("claims.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE claims (first_name TEXT, last_name TEXT, km INTEGER);
+         INSERT INTO claims VALUES ('Siobhan', 'O''Neill', 140), ('Siobhan', 'O''Neill', 170),
+                                   ('Ruben', 'Dijkstra', 96);",
+    )
+    .unwrap();
+    drop(conn);
+    let runaway = format!(
+        "SELECT SUM(km) FROM claims WHERE last_name = 'O''Neill) AND first_name = 'km{}",
+        " AND km > 0 AND first_name = 'km".repeat(10)
+    );
+    let sql = |q: &str| step("sql", json!({ "query": q }));
+    let (mut a, events) = agent(
+        vec![
+            sql(&runaway),
+            sql("SELECT SUM(km) FROM claims WHERE last_name = 'O''Neill'"),
+            answer("Siobhan O'Neill claimed 310 km."),
+        ],
+        registry(vec![Arc::new(
+            SqlTool::open(&db, SqlOptions::default()).unwrap(),
+        )]),
+        AgentOptions {
+            max_step_tokens: 80,
+            ..AgentOptions::default()
+        },
+    );
+    let r = a.run_task("How many kilometres has Siobhan O'Neill claimed?", None);
+    assert_eq!(r.stop_reason, StopReason::FinalAnswer, "{:?}", r.error);
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("Siobhan O'Neill claimed 310 km.", 3)
+    );
+    assert!(!r.tool_calls[0].valid && r.tool_calls[1].ok);
+    let round2 = &a.policy().prompts[1];
+    let shown = &round2[round2.len() - 2].content;
+    assert!(
+        shown.ends_with("WHERE last_name = 'O''Neill …"),
+        "the cut-off step as shown: {shown}"
+    );
+    let said = &round2.last().unwrap().content;
+    assert!(said.contains("cut off at the limit of 80 tokens"), "{said}");
+    assert!(
+        said.contains("the string 'O''Neill) AND first_name = ' runs on into the query's own text: a closing quote is missing after O''Neill"),
+        "{said}"
+    );
+    assert!(said.contains("so O'Neill is written 'O''Neill'"), "{said}");
+    // The trace keeps the step as the model wrote it.
+    let bad: Vec<String> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::BadStep { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert!(
+        bad[0].len() == 320 && bad[0].contains("AND km > 0"),
+        "{}",
+        bad[0]
+    );
+}
+
 #[test]
 fn self_check_below_the_threshold_keeps_the_task_going() {
     let (mut a, events) = agent(

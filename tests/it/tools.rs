@@ -476,6 +476,36 @@ fn an_ambiguous_column_is_answered_with_the_names_to_write() {
 }
 
 #[test]
+fn a_string_one_quote_short_is_named_in_the_error_of_its_query() {
+    // Regression: `last_name = 'O''Neill) AND …` (one quote short) got "fix the query" only;
+    // the string ran on over the rest of the query and the 1.5B model could not see why.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("staff.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE staff (first_name TEXT, last_name TEXT, km INTEGER);
+         INSERT INTO staff VALUES ('Siobhan', 'O''Neill', 310);",
+    )
+    .unwrap();
+    drop(conn);
+    let reg = sql_registry(&path);
+    let e = sql(
+        &reg,
+        "SELECT km FROM staff WHERE last_name = 'O''Neill) AND first_name = 'Siobhan'",
+    )
+    .unwrap_err();
+    assert!(e.message.starts_with("SQL error: "), "{e:?}");
+    let hint = e.hint.unwrap();
+    assert!(
+        hint.starts_with("the string 'O''Neill) AND first_name = ' runs on into the query's own text: a closing quote is missing after O''Neill"),
+        "{hint}"
+    );
+    // What the hint says to write runs.
+    let out = sql(&reg, "SELECT km FROM staff WHERE last_name = 'O''Neill'").unwrap();
+    assert_eq!(out.text, "km\n310");
+}
+
+#[test]
 fn a_function_sqlite_lacks_is_answered_with_sqlites_way() {
     // Regression: told to use MONTH(visit_date), the 1.5B model wrote MOD(...), FLOOR(...) and
     // TRUE(...), which this SQLite build lacked, was told only "fix the query" three times, and
