@@ -36,6 +36,8 @@ pub(super) enum Check {
     Comparison,
     /// The task asks which row is at one end; the last query selected only the value there.
     Extreme,
+    /// The last query counted groups of one row each: the rows of the table itself.
+    Groups,
     /// The last query found nothing through a value no row holds.
     EmptyResult,
     /// A total asked for, answered with the amounts it is made of.
@@ -64,6 +66,7 @@ impl Check {
             Check::Order => "order_check",
             Check::Comparison => "comparison_check",
             Check::Extreme => "extreme_check",
+            Check::Groups => "groups_check",
             Check::EmptyResult => "empty_result_check",
             Check::Total => "total_check",
             Check::Rate => "rate_check",
@@ -80,12 +83,13 @@ impl Check {
 type Test = fn(&View) -> Option<SendBack>;
 
 /// The checks in the order they run, each with its test of an answer.
-const CHECKS: [(Check, Test); 13] = [
+const CHECKS: [(Check, Test); 14] = [
     (Check::Echo, echo),
     (Check::Example, example),
     (Check::Order, order),
     (Check::Comparison, comparison),
     (Check::Extreme, extreme),
+    (Check::Groups, groups),
     (Check::EmptyResult, empty_result),
     (Check::Total, total),
     (Check::Rate, rate),
@@ -418,6 +422,33 @@ fn extreme(v: &View) -> Option<SendBack> {
         word: word.to_string(),
     };
     Some(SendBack::new(Check::Extreme, event, observation).querying())
+}
+
+/// The last sql result counted groups of one row each and said so (the note of
+/// [`crate::tools::sql::GROUPS_OF_ONE`]), while the sql tool is still on: the round after may
+/// only query. Regression: "Which title has been borrowed most often?" counted the titles of
+/// `books` (each once), got 1, and the 1.5B model answered with the first title; with the
+/// note under the result it answered the same, so the answer is sent back with the note.
+fn groups(v: &View) -> Option<SendBack> {
+    if !v.a.sql_on {
+        return None;
+    }
+    let last_sql = v.last_of(crate::tools::sql::NAME)?;
+    let at = last_sql.find(crate::tools::sql::GROUPS_OF_ONE)?;
+    let note = last_sql[at..].lines().next()?.trim();
+    let note = note
+        .trim_start_matches('(')
+        .trim_end_matches(')')
+        .to_string();
+    let observation = format!(
+        "[check: your answer rests on a count that is 1 for every group ({note}). Query \
+         again, counting those rows, then answer.]"
+    );
+    let event = EventKind::GroupsCheck {
+        round: v.a.round,
+        note,
+    };
+    Some(SendBack::new(Check::Groups, event, observation).querying())
 }
 
 /// The last sql result found nothing through a value no row holds. Regression: asked for

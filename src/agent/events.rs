@@ -227,6 +227,15 @@ pub enum EventKind {
         /// The task's word for the end (`cheapest`).
         word: String,
     },
+    /// A final answer rested on an sql result that counted groups of one row each (the rows
+    /// of the table itself, each title once in `books`) where the task asks how often; it was
+    /// sent back once, with a query to make.
+    GroupsCheck {
+        /// The round.
+        round: usize,
+        /// The result's note, naming the tables whose rows point to the counted one.
+        note: String,
+    },
     /// A final answer listed, from one result's rows, the amounts of a total the task asks
     /// for instead of their sum, and was sent back once to add them up.
     TotalCheck {

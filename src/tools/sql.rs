@@ -526,7 +526,8 @@ impl SqlTool {
                     } else if r.keys_only {
                         name_lookup(conn, &sql, &self.tables, &r.keys, &self.options)
                     } else {
-                        None
+                        let shown = |n: &str| self.bare.shown(n);
+                        groups_of_one(conn, &sql, &self.tables, &r.text, &shown)
                     };
                     let mut text = r.text;
                     for n in repairs.iter().chain(&note) {
@@ -990,6 +991,163 @@ fn run_query(
         keys_only: shown > 0 && !text_seen,
         empty: shown == 0 || (shown == 1 && all_null),
     })
+}
+
+/// How a [`groups_of_one`] note begins.
+pub const GROUPS_OF_ONE: &str = "(the most any group above counts is 1:";
+
+/// The most tables a [`groups_of_one`] note names.
+const MAX_POINTING_TABLES: usize = 3;
+
+/// When a query over one table counts its groups and orders them by the count, most first,
+/// the most is 1, and the grouped column holds a different value in every row of the table:
+/// every group is one row, so the count is of the table's own rows (each title is in `books`
+/// once), not of how often something happened. A note ([`GROUPS_OF_ONE`]) names the tables
+/// whose rows point to that table (declared foreign keys, else a column named as its key),
+/// whose rows are what such a count means, and gives the query with the first of them joined. Regression: "Which title has been borrowed most
+/// often?" ran `SELECT title, COUNT(*) FROM books GROUP BY title ORDER BY COUNT(*) DESC LIMIT
+/// 1`, got `Winter at Vardo | 1`, and the model answered with that title; the loans are in
+/// `loans`, which points to `books` through `book_id`.
+fn groups_of_one(
+    conn: &Connection,
+    sql: &str,
+    tables: &[String],
+    result: &str,
+    shown: &dyn Fn(&str) -> String,
+) -> Option<String> {
+    let upper = sql.to_ascii_uppercase();
+    let order = &upper[upper.rfind("ORDER BY")? + "ORDER BY".len()..];
+    if !upper.contains("GROUP BY") || !order.contains("DESC") {
+        return None;
+    }
+    let mut lines = result.lines();
+    let header: Vec<&str> = lines.next()?.split(" | ").collect();
+    let first: Vec<&str> = lines.next()?.split(" | ").collect();
+    // The count the rows are ordered by: written in the ORDER BY, or a column of the result
+    // that is a count and whose name (an alias) the ORDER BY gives.
+    let order_term = order
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .find(|w| !w.is_empty())?;
+    let counts = upper.contains("COUNT(");
+    let counted = header.iter().enumerate().position(|(i, h)| {
+        let h = h.to_ascii_uppercase();
+        (h.starts_with("COUNT(") && order_term.starts_with("COUNT("))
+            || (counts && (h == order_term || order_term.parse::<usize>() == Ok(i + 1)))
+    })?;
+    if first.get(counted)?.trim() != "1" {
+        return None;
+    }
+    let named: Vec<&String> = tables.iter().filter(|t| names_table(sql, t)).collect();
+    let [table] = named.as_slice() else {
+        return None;
+    };
+    // Every group is one row by the data: the grouped column holds a different value in
+    // each row of the table (a title, a name), not only in the rows this query kept.
+    let group_at = upper.find("GROUP BY")? + "GROUP BY".len();
+    let group_term = sql[group_at..]
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .find(|w| !w.is_empty())?;
+    let group_col = group_term.rsplit('.').next()?.trim_matches(['"', '`']);
+    let columns = column_types(conn, table);
+    let group_col = columns
+        .iter()
+        .find(|(c, _, _)| c.eq_ignore_ascii_case(group_col))
+        .map(|(c, _, _)| c.clone())?;
+    let distinct: Option<bool> = conn
+        .query_row(
+            &format!(
+                "SELECT COUNT(DISTINCT {c}) = COUNT(*) FROM {t}",
+                c = quote(&group_col),
+                t = quote(table)
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    if distinct != Some(true) {
+        return None;
+    }
+    let key = columns
+        .into_iter()
+        .find(|(_, _, pk)| *pk)
+        .map(|(name, _, _)| name);
+    let mut pointing: Vec<(&String, String, String)> = Vec::new();
+    for other in tables.iter().filter(|t| !t.eq_ignore_ascii_case(table)) {
+        let declared = foreign_keys(conn, other)
+            .into_iter()
+            .find(|(_, to, _)| to.eq_ignore_ascii_case(table))
+            .map(|(col, _, to_col)| (col, to_col.or_else(|| key.clone())));
+        let by_name = || {
+            let key = key.as_ref().filter(|k| id_like(k))?;
+            table_columns(conn, other)
+                .into_iter()
+                .find(|c| c.eq_ignore_ascii_case(key))
+                .map(|c| (c, Some(key.clone())))
+        };
+        if let Some((col, Some(to))) = declared.or_else(by_name) {
+            pointing.push((other, col, to));
+        }
+        if pointing.len() == MAX_POINTING_TABLES {
+            break;
+        }
+    }
+    let (other, col, to) = pointing.first()?;
+    // The same query with the first of them joined: its count is of their rows.
+    let name = regex::Regex::new(&format!(
+        r#"(?i)\bFROM\s+(?:"{0}"|{0}\b)"#,
+        regex::escape(table)
+    ))
+    .ok()?;
+    let name_end = name.find(sql)?.end();
+    static ALIAS: OnceLock<regex::Regex> = OnceLock::new();
+    let alias_re = ALIAS.get_or_init(|| {
+        regex::Regex::new(r"(?i)^\s+(?:AS\s+)?([A-Za-z_][A-Za-z0-9_]*)")
+            .expect("the pattern is valid")
+    });
+    let (end, alias) = match alias_re.captures(&sql[name_end..]).and_then(|c| c.get(1)) {
+        Some(a) if !NOT_ALIASES.contains(&a.as_str().to_ascii_lowercase().as_str()) => {
+            (name_end + a.end(), a.as_str().to_string())
+        }
+        _ => (name_end, shown(table)),
+    };
+    // A grouped column the joined table has too is written with its table.
+    let rest = if !group_term.contains('.')
+        && table_columns(conn, other)
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(&group_col))
+    {
+        let at = group_at.checked_sub(end)? + sql[group_at..].find(group_term)?;
+        let rest = &sql[end..];
+        format!(
+            "{}{alias}.{}{}",
+            &rest[..at],
+            shown(&group_col),
+            &rest[at + group_term.len()..]
+        )
+    } else {
+        sql[end..].to_string()
+    };
+    let joined = format!(
+        "{} JOIN {o} ON {o}.{c} = {alias}.{to}{rest}",
+        sql[..end].trim_end(),
+        o = shown(other),
+        c = shown(col),
+        to = shown(to)
+    );
+    let others: Vec<String> = pointing[1..].iter().map(|(o, _, _)| shown(o)).collect();
+    let also = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" (also {})", others.join(", "))
+    };
+    Some(format!(
+        "{GROUPS_OF_ONE} each {group} is one row of {t}, so the count is of the rows of {t}, \
+         not of how often something happened; rows that point to {t} are in {o}{also}: \
+         {joined} counts those)",
+        group = shown(&group_col),
+        t = shown(table),
+        o = shown(other),
+    ))
 }
 
 /// The most values of a column a [`value_hint`] lists.

@@ -1121,6 +1121,68 @@ fn an_answer_naming_the_other_end_of_a_limited_order_is_sent_back_once() {
     );
 }
 
+/// Regression (issue 19): "Which title has been borrowed most often?" counted the titles of
+/// `books` (each once), got 1 for every title, and the 1.5B model answered with the first;
+/// with the result's note under it (the loans are in `loans`), it answered the same. The
+/// answer is sent back with the note, to a round that may only query.
+#[test]
+fn an_answer_from_a_count_of_one_for_every_group_is_sent_back_to_query() {
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("books.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE books (book_id INTEGER PRIMARY KEY, title TEXT);
+         CREATE TABLE loans (loan_id INTEGER PRIMARY KEY,
+                             book_id INTEGER REFERENCES books(book_id));
+         INSERT INTO books VALUES (1, 'Winter at Vardo'), (2, 'The Polder Detective');
+         INSERT INTO loans VALUES (1, 2), (2, 2), (3, 1);",
+    )
+    .unwrap();
+    drop(conn);
+    let sql = |q: &str| step("sql", json!({ "query": q }));
+    let joined = "SELECT title, COUNT(*) FROM books JOIN loans ON loans.book_id = books.book_id \
+                  GROUP BY title ORDER BY COUNT(*) DESC LIMIT 1";
+    let (mut a, events) = agent(
+        vec![
+            sql("SELECT title, COUNT(*) FROM books GROUP BY title ORDER BY COUNT(*) DESC LIMIT 1"),
+            answer("Winter at Vardo has been borrowed most often."),
+            sql(joined),
+            answer("The Polder Detective has been borrowed most often."),
+        ],
+        registry(vec![Arc::new(
+            SqlTool::open(&db, SqlOptions::default()).unwrap(),
+        )]),
+        AgentOptions::default(),
+    );
+    let r = a.run_task("Which title has been borrowed most often?", None);
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("The Polder Detective has been borrowed most often.", 4)
+    );
+    let notes: Vec<String> = events
+        .kinds()
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::GroupsCheck { note, .. } => Some(note.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].contains(joined), "{}", notes[0]);
+    let p = a.policy();
+    assert_eq!(
+        allowed(&p.schemas[2]),
+        ["sql"],
+        "the round after may only query"
+    );
+    let said = &p.prompts[2].last().unwrap().content;
+    assert!(
+        said.contains("[check: your answer rests on a count that is 1 for every group"),
+        "{said}"
+    );
+}
+
 /// Regression (issue 19): "How much in consultation fees is still unpaid?" was answered from
 /// one visit's fee among the three sample rows shown before the first round; sent back, the
 /// model confirmed the sampled number with the calculator and answered the same again. The

@@ -475,6 +475,73 @@ fn an_ambiguous_column_is_answered_with_the_names_to_write() {
     assert!(hint.contains("write c.id or o.id"), "{hint}");
 }
 
+/// Titles and their loans: each title once in `titles`, the borrowings in `loans`.
+fn loans_db(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("loans.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE titles (title_id INTEGER PRIMARY KEY, title TEXT, genre TEXT);
+         CREATE TABLE loans (loan_id INTEGER PRIMARY KEY,
+                             title_id INTEGER REFERENCES titles(title_id), out_on TEXT);
+         INSERT INTO titles VALUES (1, 'Ice Maps', 'travel'), (2, 'Tea with the Vicar', 'crime'),
+                                   (3, 'The Polder Detective', 'crime');
+         INSERT INTO loans VALUES (1, 3, '2025-01-02'), (2, 3, '2025-02-03'), (3, 1, '2025-02-04'),
+                                  (4, 3, '2025-03-05');",
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_count_of_one_for_every_title_names_the_table_of_how_often() {
+    // Regression: "Which title has been borrowed most often?" counted the titles of the
+    // titles table itself (each once), got 1, and the model answered with the first title.
+    let dir = tempfile::tempdir().unwrap();
+    let reg = sql_registry(&loans_db(dir.path()));
+    let out = sql(
+        &reg,
+        "SELECT title, COUNT(*) FROM titles GROUP BY title ORDER BY COUNT(*) DESC LIMIT 1",
+    )
+    .unwrap()
+    .text;
+    let joined = "SELECT title, COUNT(*) FROM titles JOIN loans ON loans.title_id = \
+                  titles.title_id GROUP BY title ORDER BY COUNT(*) DESC LIMIT 1";
+    assert!(
+        out.contains("(the most any group above counts is 1: each title is one row of titles"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "rows that point to titles are in loans: {joined} counts those)"
+        )),
+        "{out}"
+    );
+    // The query the note gives runs, and counts the loans.
+    assert_eq!(
+        sql(&reg, joined).unwrap().text,
+        "title | COUNT(*)\nThe Polder Detective | 3"
+    );
+    // An alias is kept, and a count over the loans themselves, or over a column that repeats,
+    // gets no note.
+    let out = sql(
+        &reg,
+        "SELECT t.title, COUNT(*) AS n FROM titles AS t GROUP BY t.title ORDER BY n DESC",
+    )
+    .unwrap()
+    .text;
+    assert!(
+        out.contains("FROM titles AS t JOIN loans ON loans.title_id = t.title_id GROUP BY"),
+        "{out}"
+    );
+    for q in [
+        "SELECT title_id, COUNT(*) FROM loans WHERE title_id = 1 GROUP BY title_id ORDER BY 2 DESC",
+        "SELECT genre, COUNT(*) FROM titles WHERE title_id < 3 GROUP BY genre ORDER BY 2 DESC",
+    ] {
+        let out = sql(&reg, q).unwrap().text;
+        assert!(!out.contains("the most any group"), "{q}: {out}");
+    }
+}
+
 #[test]
 fn a_string_one_quote_short_is_named_in_the_error_of_its_query() {
     // Regression: `last_name = 'O''Neill) AND …` (one quote short) got "fix the query" only;
