@@ -843,7 +843,8 @@ struct QueryResult {
     keys: Vec<(String, Vec<rusqlite::types::Value>)>,
     /// Whether the rows hold keys and numbers only (no text but ids).
     keys_only: bool,
-    /// No rows, or one row of NULLs only (an aggregate over no rows).
+    /// No rows, one row of NULLs only (an aggregate over no rows), or one row of zero counts
+    /// (`COUNT(*)` over no rows).
     empty: bool,
 }
 
@@ -905,6 +906,9 @@ fn run_query(
         .and_then(|(c, _)| names.iter().position(|n| n.eq_ignore_ascii_case(c)));
     let mut order_first: Option<String> = None;
     let mut all_null = true;
+    // Every cell of the first row is 0 or NULL, in a query that counts: a count of no rows.
+    let counts = trimmed.to_ascii_uppercase().contains("COUNT(");
+    let mut no_count = counts;
     loop {
         let row = match rows.next() {
             Ok(Some(r)) => r,
@@ -935,6 +939,7 @@ fn run_query(
                 order_first = Some(cell(v));
             }
             all_null &= matches!(v, ValueRef::Null);
+            no_count &= matches!(v, ValueRef::Null | ValueRef::Integer(0));
             cells.push(cell(v));
         }
         let mut line = cells.join(" | ");
@@ -989,7 +994,7 @@ fn run_query(
         text: out.trim_end().to_string(),
         keys,
         keys_only: shown > 0 && !text_seen,
-        empty: shown == 0 || (shown == 1 && all_null),
+        empty: shown == 0 || (shown == 1 && (all_null || no_count)),
     })
 }
 

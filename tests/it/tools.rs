@@ -181,10 +181,26 @@ fn a_query_that_finds_nothing_names_the_values_its_condition_missed() {
         "{}",
         obs.text
     );
-    // Rows found, or a condition whose value is there: no note.
+    // A count of no rows is as empty. Regression: "How many of the people he manages work
+    // part-time?" counted `job_title = 'Part-time Support Specialist'` (no such title), got 0,
+    // and the model answered that none did.
+    let obs = sql(
+        &reg,
+        "SELECT COUNT(*) FROM visit WHERE reason = 'consultation'",
+    )
+    .unwrap();
+    assert!(
+        obs.text
+            .starts_with("COUNT(*)\n0\n(no row of visit has reason = 'consultation';"),
+        "{}",
+        obs.text
+    );
+    // Rows found, a count of some, or a condition whose value is there: no note.
     for q in [
         "SELECT SUM(fee) FROM visit WHERE paid_at IS NULL",
         "SELECT fee FROM visit WHERE reason = 'vaccination' AND fee > 100",
+        "SELECT COUNT(*) FROM visit WHERE reason = 'vaccination' AND fee > 100",
+        "SELECT COUNT(*), SUM(fee) FROM visit WHERE reason = 'vaccination'",
     ] {
         let obs = sql(&reg, q).unwrap();
         assert!(!obs.text.contains("no row of"), "{q}: {}", obs.text);
