@@ -201,7 +201,12 @@ pub fn run(
                             naive::run_naive(policy, tools, &t.task, rounds, max_tokens)
                         }
                         LoopKind::Alone => {
-                            let max_tokens = agent.options().max_step_tokens;
+                            // As long as the loop's own reasoning may be: the same model
+                            // answering alone gets the same room to think.
+                            let max_tokens = agent
+                                .options()
+                                .max_step_tokens
+                                .max(crate::agent::reason::REASON_MAX_TOKENS);
                             alone::run_alone(agent.policy_mut(), &t.task, max_tokens)
                         }
                     };
