@@ -1557,7 +1557,7 @@ fn cut_off(text: &str, limit: usize) -> (String, String) {
         .clone()
         .or_else(|| text.find("\"args\"").map(|at| text[at..].to_string()));
     let mut said = Vec::new();
-    if let Some((piece, times)) = args.as_deref().and_then(|a| repeated_piece(a, 2)) {
+    if let Some((piece, times)) = args.as_deref().and_then(repeated_piece) {
         said.push(format!("it writes `{piece}` {times} times"));
     }
     let mut shown = cut_off_text(text);

@@ -95,9 +95,9 @@ fn pieces(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
-/// The piece of `text` written most often, when one is written `min` times or more: a
-/// condition, list item or term the model fell into repeating. The first such piece on a tie.
-pub fn repeated_piece(text: &str, min: usize) -> Option<(String, usize)> {
+/// The piece of `text` written most often, when one is written twice or more: a condition,
+/// list item or term the model fell into repeating. The first such piece on a tie.
+pub fn repeated_piece(text: &str) -> Option<(String, usize)> {
     let pieces = pieces(text);
     let mut best: Option<(&str, usize)> = None;
     for (i, (_, p)) in pieces.iter().enumerate() {
@@ -105,7 +105,7 @@ pub fn repeated_piece(text: &str, min: usize) -> Option<(String, usize)> {
             continue;
         }
         let n = pieces[i..].iter().filter(|(_, q)| q == p).count();
-        if n >= min.max(2) && best.is_none_or(|(_, m)| n > m) {
+        if n >= 2 && best.is_none_or(|(_, m)| n > m) {
             best = Some((p, n));
         }
     }
@@ -271,16 +271,13 @@ mod tests {
     fn a_piece_written_again_is_found_and_the_text_kept_up_to_it() {
         let q =
             "a = 1 AND month LIKE '05' AND month LIKE '06' AND month LIKE '05' AND month LIKE '05'";
+        assert_eq!(repeated_piece(q), Some(("month LIKE '05'".to_string(), 3)));
         assert_eq!(
-            repeated_piece(q, 2),
-            Some(("month LIKE '05'".to_string(), 3))
-        );
-        assert_eq!(
-            repeated_piece("1 + 2 + 3 + 2", 2),
+            repeated_piece("1 + 2 + 3 + 2"),
             None,
             "pieces under 6 characters"
         );
-        assert_eq!(repeated_piece(q, 4), None);
+        assert_eq!(repeated_piece("a = 1 AND month LIKE '05'"), None);
         assert_eq!(
             cut_off_text(q),
             "a = 1 AND month LIKE '05' AND month LIKE '06' AND …"

@@ -1008,11 +1008,11 @@ const MAX_POINTING_TABLES: usize = 3;
 /// the most is 1, and the grouped column holds a different value in every row of the table:
 /// every group is one row, so the count is of the table's own rows (each title is in `books`
 /// once), not of how often something happened. A note ([`GROUPS_OF_ONE`]) names the tables
-/// whose rows point to that table (declared foreign keys, else a column named as its key),
-/// whose rows are what such a count means, and gives the query with the first of them joined. Regression: "Which title has been borrowed most
-/// often?" ran `SELECT title, COUNT(*) FROM books GROUP BY title ORDER BY COUNT(*) DESC LIMIT
-/// 1`, got `Winter at Vardo | 1`, and the model answered with that title; the loans are in
-/// `loans`, which points to `books` through `book_id`.
+/// whose rows point to that table ([`pointing_tables`]), whose rows are what such a count
+/// means, and gives the query with the first of them joined. Regression: "Which title has been
+/// borrowed most often?" ran `SELECT title, COUNT(*) FROM books GROUP BY title ORDER BY
+/// COUNT(*) DESC LIMIT 1`, got `Winter at Vardo | 1`, and the model answered with that title;
+/// the loans are in `loans`, which points to `books` through `book_id`.
 fn groups_of_one(
     conn: &Connection,
     sql: &str,
@@ -1076,26 +1076,7 @@ fn groups_of_one(
         .into_iter()
         .find(|(_, _, pk)| *pk)
         .map(|(name, _, _)| name);
-    let mut pointing: Vec<(&String, String, String)> = Vec::new();
-    for other in tables.iter().filter(|t| !t.eq_ignore_ascii_case(table)) {
-        let declared = foreign_keys(conn, other)
-            .into_iter()
-            .find(|(_, to, _)| to.eq_ignore_ascii_case(table))
-            .map(|(col, _, to_col)| (col, to_col.or_else(|| key.clone())));
-        let by_name = || {
-            let key = key.as_ref().filter(|k| id_like(k))?;
-            table_columns(conn, other)
-                .into_iter()
-                .find(|c| c.eq_ignore_ascii_case(key))
-                .map(|c| (c, Some(key.clone())))
-        };
-        if let Some((col, Some(to))) = declared.or_else(by_name) {
-            pointing.push((other, col, to));
-        }
-        if pointing.len() == MAX_POINTING_TABLES {
-            break;
-        }
-    }
+    let pointing = pointing_tables(conn, table, key.as_deref(), tables);
     let (other, col, to) = pointing.first()?;
     // The same query with the first of them joined: its count is of their rows.
     let name = regex::Regex::new(&format!(
@@ -1153,6 +1134,39 @@ fn groups_of_one(
         t = shown(table),
         o = shown(other),
     ))
+}
+
+/// The tables whose rows point to `table` (whose primary key is `key`), at most
+/// [`MAX_POINTING_TABLES`], each as (table, its column, the column of `table` it holds):
+/// through a declared foreign key, else through a column named as `table`'s key when that
+/// name reads as a key (`book_id`, not `id`).
+fn pointing_tables<'t>(
+    conn: &Connection,
+    table: &str,
+    key: Option<&str>,
+    tables: &'t [String],
+) -> Vec<(&'t String, String, String)> {
+    let mut pointing = Vec::new();
+    for other in tables.iter().filter(|t| !t.eq_ignore_ascii_case(table)) {
+        let declared = foreign_keys(conn, other)
+            .into_iter()
+            .find(|(_, to, _)| to.eq_ignore_ascii_case(table))
+            .map(|(col, _, to_col)| (col, to_col.or_else(|| key.map(str::to_string))));
+        let by_name = || {
+            let key = key.filter(|k| id_like(k))?;
+            table_columns(conn, other)
+                .into_iter()
+                .find(|c| c.eq_ignore_ascii_case(key))
+                .map(|c| (c, Some(key.to_string())))
+        };
+        if let Some((col, Some(to))) = declared.or_else(by_name) {
+            pointing.push((other, col, to));
+        }
+        if pointing.len() == MAX_POINTING_TABLES {
+            break;
+        }
+    }
+    pointing
 }
 
 /// The most values of a column a [`value_hint`] lists.
