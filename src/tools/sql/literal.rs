@@ -59,18 +59,13 @@ fn sql_start(content: &str, closed: bool) -> Option<usize> {
     if closed && !OPERATOR_ENDS.iter().any(|e| trimmed.ends_with(e)) {
         return None;
     }
-    let words: Vec<(usize, &str)> = content
-        .match_indices(|c: char| !c.is_ascii_alphabetic())
-        .scan(0, |from, (at, sep)| {
-            let word = (*from, &content[*from..at]);
-            *from = at + sep.len();
-            Some(word)
-        })
-        .collect();
-    let keyword = words
-        .iter()
+    // The words of `content` with their offsets, the last one too (a string cut off just
+    // after `AND`).
+    let keyword = content
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .map(|w| (w.as_ptr() as usize - content.as_ptr() as usize, w))
         .find(|(at, w)| *at > 0 && KEYWORDS.contains(w))
-        .map(|(at, _)| *at)?;
+        .map(|(at, _)| at)?;
     // Back over the spaces and brackets in front of the keyword.
     let before = content[..keyword].trim_end_matches([' ', ')', '\n', '\t']);
     (!before.is_empty()).then_some(before.len())
@@ -154,6 +149,9 @@ mod tests {
             "{said}"
         );
         assert!(said.ends_with("missing after Paris"), "{said}");
+        // A step cut off right after the keyword.
+        let found = runaway_literal("SELECT km FROM t WHERE last_name = 'O''Neill) AND").unwrap();
+        assert!(found.meant.ends_with("'O''Neill"), "{}", found.meant);
     }
 
     #[test]
