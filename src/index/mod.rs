@@ -595,7 +595,7 @@ fn holds(low: &str, stem: &str) -> bool {
 /// such window joins it when the query words the first lacks weigh at least half as much
 /// (`…` marks lines left out between them), then single lines for the query words still
 /// left out while each weighs at least a quarter of the first window's (at most
-/// [`MAX_EXTRA_LINES`]), lines that go on about the last one follow
+/// [`MAX_EXTRA_LINES`]; no heading), lines that go on about the last one follow
 /// ([`continues`]), and a first line that is the other half of a rule comes with the line
 /// before it ([`goes_back`]). Before, the snippet started at
 /// the line holding the most query words, each counted alike, and a line of two words common
@@ -678,11 +678,17 @@ fn snippet(text: &str, words: &[String], weights: &[f64]) -> (usize, String) {
     // she pay, VAT included?" showed the MOT price and the two lines after it, and not "VAT of
     // 21% is added to every invoice." three lines further down the same chunk; the model
     // answered with the price before VAT.
+    // A heading is no such line: it names the subject, as the file's name does, and states
+    // no rule. Regression: "How many days of annual leave is Anouk Smits entitled to …, not
+    // counting days carried over?" showed the carry-over rule and, for "annual leave", the
+    // heading "# Annual leave" (the first of two lines holding it) rather than "A full-time
+    // employee gets 25 days of annual leave per calendar year."
     for _ in 0..MAX_EXTRA_LINES {
         let lacking: Vec<bool> = held(&shown).iter().map(|h| !h).collect();
         let best = found
             .iter()
             .enumerate()
+            .filter(|(i, _)| !lines[*i].trim_start().starts_with('#'))
             .map(|(i, has)| {
                 let only: Vec<bool> = has.iter().zip(&lacking).map(|(h, l)| *h && *l).collect();
                 (i, weight(&only))

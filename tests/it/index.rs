@@ -230,6 +230,36 @@ fn a_snippet_adds_the_line_of_a_query_word_its_window_left_out() {
     assert_eq!(s.lines().count(), 3, "{s}");
 }
 
+/// Regression (issue 19): "How many days of annual leave is Anouk Smits entitled to in
+/// 2025, not counting days carried over?" showed the carry-over rule and, as the line for
+/// "annual leave", the heading "# Annual leave" (the first line holding the words) instead of
+/// the rule "A full-time employee gets 25 days of annual leave per calendar year." A heading
+/// is never the line added for a word the window left out.
+#[test]
+fn the_line_added_for_a_word_the_window_left_out_is_no_heading() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/office-docs");
+    let mut idx = Index::open_or_create(&dir.path().join("idx.sqlite")).unwrap();
+    idx.update(std::slice::from_ref(&docs)).unwrap();
+    let hits = idx
+        .search(
+            "How many days of annual leave is Anouk Smits entitled to in 2025, not counting days carried over?",
+            3,
+        )
+        .unwrap();
+    let s = &hits
+        .iter()
+        .find(|h| h.path.ends_with("annual-leave.md"))
+        .expect("a hit in annual-leave.md")
+        .snippet;
+    assert!(
+        s.contains("A full-time employee gets 25 days of annual leave")
+            && s.contains("Up to 5 unused days can be carried over"),
+        "{s}"
+    );
+    assert!(!s.contains("# Annual leave"), "{s}");
+}
+
 #[test]
 fn updates_are_incremental() {
     let dir = tempfile::tempdir().unwrap();
