@@ -119,6 +119,10 @@ pub(super) struct SendBack {
     /// The values the evidence check found no ground for (as the answer wrote them), kept
     /// for the check of a later answer that gives them again.
     pub flagged: Vec<String>,
+    /// The answer's step is shown to the next rounds without its thought: the check's
+    /// message says a value of the thought's working is wrong, and with the thought in view
+    /// the 1.5B model wrote it again word for word ("June is 6 months, so … 6 nights").
+    pub hide_thought: bool,
 }
 
 impl SendBack {
@@ -132,6 +136,7 @@ impl SendBack {
             must_query: false,
             forbid_next: Vec::new(),
             flagged: Vec::new(),
+            hide_thought: false,
         }
     }
 
@@ -514,8 +519,12 @@ fn days(v: &View) -> Option<SendBack> {
         || v.steps.iter().flatten().any(|s| {
             s["action"] != FINAL_ANSWER && super::evidence::works_with_dates(&s["args"].to_string())
         });
-    let (count, dates) =
-        super::evidence::days_not_between(v.a.task, v.a.answer, &v.seen(), used_dates)?;
+    let seen = v.seen();
+    let Some((count, dates)) =
+        super::evidence::days_not_between(v.a.task, v.a.answer, &seen, used_dates)
+    else {
+        return priced_days(v, &seen, used_dates);
+    };
     let observation = super::evidence::days_message(&count, &dates);
     let event = EventKind::DaysCheck {
         round: v.a.round,
@@ -523,6 +532,35 @@ fn days(v: &View) -> Option<SendBack> {
         dates,
     };
     Some(SendBack::new(Check::Days, event, observation).calling())
+}
+
+/// A price per day or night times a count of days the model wrote and no row's dates give,
+/// the rows' dates shown: the days check's case for a sum of money rather than a count.
+fn priced_days(v: &View, seen: &[&str], used_dates: bool) -> Option<SendBack> {
+    let mut working: Vec<&str> = v
+        .steps
+        .iter()
+        .flatten()
+        .filter_map(|s| s["thought"].as_str())
+        .collect();
+    working.extend([v.a.thought, v.a.answer]);
+    let p =
+        super::evidence::priced_days_not_between(v.a.task, v.a.answer, &working, seen, used_dates)?;
+    let observation = super::evidence::priced_days_message(&p);
+    let forbid_next = super::evidence::priced_days_forbidden(&p);
+    let event = EventKind::DaysCheck {
+        round: v.a.round,
+        count: p.count,
+        dates: p
+            .rows
+            .iter()
+            .flat_map(|(a, b, _)| [a.clone(), b.clone()])
+            .collect(),
+    };
+    let mut back = SendBack::new(Check::Days, event, observation).calling();
+    back.forbid_next = forbid_next;
+    back.hide_thought = true;
+    Some(back)
 }
 
 /// A sum of money that a calculation with no price in it gave (hours times a VAT factor):

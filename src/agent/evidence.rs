@@ -1769,6 +1769,223 @@ pub fn days_message(count: &str, dates: &[String]) -> String {
     )
 }
 
+/// A sum of money worked out from a price per day or per night times a count of days that no
+/// row shown gives ([`priced_days_not_between`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PricedDays {
+    /// The answer's amount, as written.
+    pub amount: String,
+    /// The count of days or nights, as the model wrote it (`6 nights`).
+    pub count: String,
+    /// The count's number (`6`).
+    pub number: String,
+    /// The price per day or night it was multiplied by: the passage's line.
+    pub rate: String,
+    /// The price's amount, as the line writes it (`20`).
+    pub per: String,
+    /// The rows' dates: the first and last of each row, and the days between them (only the
+    /// rows of the month the task names, where it names one and rows have dates in it).
+    pub rows: Vec<(String, String, i64)>,
+    /// The month the task names, as it writes it (`June`).
+    pub month: Option<String>,
+}
+
+/// The first month `task` names (`June`, `in April 2025`), as written, and its number; `May`
+/// only with its capital, the verb being lower case.
+fn named_month(task: &str) -> Option<(String, usize)> {
+    task.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .find_map(|w| {
+            let lower = w.to_lowercase();
+            let number = DATE_WORDS[..12].iter().position(|m| *m == lower)? + 1;
+            (lower != "may" || w == "May").then(|| (w.to_string(), number))
+        })
+}
+
+/// The most rows [`days_of_rows_message`] lists, and the most rows whose days are added up
+/// when a count is matched against them.
+const MAX_DATED_ROWS: usize = 8;
+
+/// When `answer`'s amount is a price per day or per night of a passage shown (`seen`) times
+/// a count of days or nights the model wrote in `working` (its steps' thoughts and the
+/// answer: "June is 6 months, so 6 nights") that `task` does not give, and the rows shown
+/// hold dates none of whose differences is that count (nor, for a total, a sum of them),
+/// with no call that worked with dates (`used_dates`): the count was guessed where the rows'
+/// dates give it. A task that asks how many days is the days check's
+/// ([`days_not_between`]); a task that counts days of a thing ("days of annual leave") is left
+/// alone. Regression: "Tomás Ruiz brings his dog on his June stay. What will the dog cost?"
+/// was answered 120 euros, 20 euros per night times "6 nights" ("June is 6 months"), with
+/// his June booking from 2025-06-02 to 2025-06-06 in the rows shown before round 1 (80).
+pub fn priced_days_not_between(
+    task: &str,
+    answer: &str,
+    working: &[&str],
+    seen: &[&str],
+    used_dates: bool,
+) -> Option<PricedDays> {
+    if used_dates || holds_word(task, "how many") || counts_days_of_a_thing(task) {
+        return None;
+    }
+    // The counts of days the task gives, in digits or words ("two nights", "a day").
+    let task_l = task.to_lowercase();
+    let task_words: Vec<&str> = task_l
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let task_counts = task_words.windows(2).any(|w| {
+        DAY_UNITS.contains(&w[1]) && (w[0].parse::<f64>().is_ok() || NUMBER_WORDS.contains(&w[0]))
+    });
+    if task_counts {
+        return None;
+    }
+    let mut rows = dated_rows(seen);
+    // A month the task names ("his June stay"): the rows with a date in it are the ones it
+    // means, where there are any.
+    let month = named_month(task);
+    if let Some((_, number)) = month {
+        let of_month = |d: &str| d.get(5..7).and_then(|m| m.parse::<usize>().ok()) == Some(number);
+        if rows.iter().any(|r| of_month(&r.0) || of_month(&r.1)) {
+            rows.retain(|r| of_month(&r.0) || of_month(&r.1));
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let spans: Vec<i64> = rows.iter().map(|r| r.2).collect();
+    let total = TOTAL_WORDS.iter().any(|w| holds_word(task, w));
+    let passages: Vec<&str> = seen.to_vec();
+    let rates: Vec<RateLine> = rate_lines(&passages)
+        .into_iter()
+        .filter(|r| matches!(r.unit, "day" | "night"))
+        .collect();
+    let amounts = answer_amounts(task, answer);
+    for text in working {
+        for (raw, count, at) in numbers_at(text) {
+            let unit = text[at + raw.len()..]
+                .split(|c: char| !c.is_alphanumeric())
+                .find(|w| !w.is_empty())
+                .unwrap_or("")
+                .to_lowercase();
+            if !DAY_UNITS.contains(&unit.as_str()) || count.fract() != 0.0 || count < 1.0 {
+                continue;
+            }
+            if spans_make(&spans, count as i64, total) {
+                continue;
+            }
+            for rate in &rates {
+                let Ok(per) = rate.amount.replace(',', "").parse::<f64>() else {
+                    continue;
+                };
+                let product = per * count;
+                if let Some((start, end, _)) = amounts
+                    .iter()
+                    .find(|(_, _, a)| (a - product).abs() < 0.005 * product.max(1.0))
+                {
+                    return Some(PricedDays {
+                        amount: answer[*start..*end].to_string(),
+                        count: format!("{raw} {unit}"),
+                        number: raw,
+                        rate: rate.line.clone(),
+                        per: rate.amount.clone(),
+                        month: month.map(|(name, _)| name),
+                        rows,
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Number words a task may give a count of days in ("two nights", "a day").
+const NUMBER_WORDS: &[&str] = &[
+    "a", "an", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "fourteen", "fifteen", "twenty", "thirty",
+];
+
+/// The rows of `seen` (tables' rows, sample rows of a larger table left out) that hold two or
+/// more dates: the first and last date of each and the days between them, at most
+/// [`MAX_DATED_ROWS`], each once.
+fn dated_rows(seen: &[&str]) -> Vec<(String, String, i64)> {
+    let mut rows: Vec<(String, String, i64)> = Vec::new();
+    for text in seen {
+        let mut sample = false;
+        for line in text.lines() {
+            if line.starts_with("-- ") {
+                sample = line.ends_with(PARTIAL_SAMPLE);
+                continue;
+            }
+            let dates = line_dates(line);
+            if sample || dates.len() < 2 {
+                continue;
+            }
+            let (first, last) = (&dates[0], &dates[dates.len() - 1]);
+            let row = (first.1.clone(), last.1.clone(), (last.0 - first.0).abs());
+            if !rows.contains(&row) {
+                rows.push(row);
+            }
+            if rows.len() == MAX_DATED_ROWS {
+                return rows;
+            }
+        }
+    }
+    rows
+}
+
+/// Whether `count` is the days of one of `spans`, or, where the task asks for a `total`, the
+/// sum of the days of several (the nights of two stays).
+fn spans_make(spans: &[i64], count: i64, total: bool) -> bool {
+    if !total {
+        return spans.contains(&count);
+    }
+    let n = spans.len().min(MAX_DATED_ROWS);
+    (1u32..(1 << n)).any(|mask| {
+        (0..n)
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| spans[i])
+            .sum::<i64>()
+            == count
+    })
+}
+
+/// The texts the round after [`priced_days_message`] may not write: the count as a word of
+/// its own (` 6 `: `6 nights`, `6 days`, `is 6 months`) and the price times it, either way
+/// round (`20 * 6`), so that the step cannot copy the thought and the calculation it was
+/// sent back for (the 1.5B model, told its "6 nights" were no row's, wrote "6 days", then
+/// "6 months").
+pub fn priced_days_forbidden(p: &PricedDays) -> Vec<String> {
+    vec![
+        format!(" {} ", p.number),
+        format!("{} * {}", p.per, p.number),
+        format!("{} * {}", p.number, p.per),
+    ]
+}
+
+/// What the loop tells the model when its answer multiplied a price per day or night by a
+/// count of days no row's dates give.
+pub fn priced_days_message(p: &PricedDays) -> String {
+    let rows: Vec<String> = p
+        .rows
+        .iter()
+        .map(|(first, last, days)| format!("{first} to {last}: {days} days apart"))
+        .collect();
+    let which = match &p.month {
+        Some(month) => format!("the rows of {month} above give other ones"),
+        None => "the dates of the rows above give other ones".to_string(),
+    };
+    format!(
+        "[check: your answer's {} is a price per day or night (\"{}\") times {}, but the task \
+         gives no such count and {which} ({}). A stay's nights, or a loan's or a hire's days, \
+         are the days between its row's dates: take them from the row the task means, \
+         multiply the price by them with the calculator, then give the final_answer with the \
+         result.]",
+        p.amount,
+        p.rate,
+        p.count,
+        rows.join("; ")
+    )
+}
+
 /// When `answer` names one of the names a search said no passage of its result holds, and
 /// gives a value (a word with a digit or an `@`: an email, a phone number, an amount) found
 /// in that result and in none of `elsewhere` (the task, the context, the other results; the
@@ -2042,6 +2259,71 @@ mod tests {
         }
         assert_eq!(
             days_not_between(task, "It took 12 days.", &[shown], true),
+            None
+        );
+    }
+
+    /// Regression (issue 19): "Tomás Ruiz brings his dog on his June stay. What will the dog
+    /// cost?" was answered 120 euros, the documents' 20 euros per night times "6 nights"
+    /// ("June is 6 months"), with his June booking (2025-06-02 to 2025-06-06) shown.
+    #[test]
+    fn a_price_per_night_times_nights_no_row_gives_is_found() {
+        let task = "Tomás Ruiz brings his dog on his June stay. What will the dog cost?";
+        let shown = [
+            "Passages:\nfacilities.md:6\n  Dogs are welcome in rooms on the first floor for 20 \
+             euros per night; other pets are not allowed.",
+            "-- Booking: every row whose GuestId is the GuestId of the Guest rows above\n\
+             BookingId | GuestId | RoomNo | Arrival | Departure | Adults\n\
+             2 | 2 | 101 | 2025-03-04 | 2025-03-06 | 1\n\
+             17 | 2 | 103 | 2025-06-02 | 2025-06-06 | 2",
+        ];
+        let thought = "The dog costs 20 euros per night. June is 6 months, so the dog will \
+                       stay for 6 nights: 20 * 6 = 120 euros.";
+        let answer = "The dog will cost 120 euros.";
+        let p = priced_days_not_between(task, answer, &[thought, answer], &shown, false)
+            .expect("a count of nights no row gives");
+        assert_eq!((p.amount.as_str(), p.count.as_str()), ("120", "6 nights"));
+        // The June row only: the task names June.
+        assert_eq!(p.rows, vec![("2025-06-02".into(), "2025-06-06".into(), 4)]);
+        let message = priced_days_message(&p);
+        assert!(
+            message.contains(
+                "the rows of June above give other ones (2025-06-02 to 2025-06-06: 4 days apart)"
+            ),
+            "{message}"
+        );
+        assert_eq!(priced_days_forbidden(&p), vec![" 6 ", "20 * 6", "6 * 20"]);
+        // With no month named, every row with dates.
+        let stay = "Tomás Ruiz brings his dog on his stay. What will the dog cost?";
+        let p = priced_days_not_between(stay, answer, &[thought, answer], &shown, false)
+            .expect("a count of nights no row gives");
+        assert_eq!(p.rows.len(), 2);
+        assert!(priced_days_message(&p).contains("the dates of the rows above give other ones (2025-03-04 to 2025-03-06: 2 days apart; 2025-06-02"));
+        // The nights of the June row, a count the task gives, the dates worked with, a
+        // count that is no factor of the answer: no check.
+        let right = "The dog costs 20 euros per night for 4 nights: 80 euros.";
+        assert_eq!(
+            priced_days_not_between(task, "80 euros.", &[right], &shown, false),
+            None
+        );
+        let given = "Tomás Ruiz brings his dog for 6 nights. What will the dog cost?";
+        assert_eq!(
+            priced_days_not_between(given, answer, &[thought, answer], &shown, false),
+            None
+        );
+        assert_eq!(
+            priced_days_not_between(task, answer, &[thought, answer], &shown, true),
+            None
+        );
+        let other = "The dog stays 6 nights; the cost is 95 euros.";
+        assert_eq!(
+            priced_days_not_between(task, "95 euros.", &[other], &shown, false),
+            None
+        );
+        // For a total, the nights of both stays added up are a count the rows give.
+        let total = "What did Tomás Ruiz's dog cost in total over his stays?";
+        assert_eq!(
+            priced_days_not_between(total, answer, &[thought, answer], &shown, false),
             None
         );
     }

@@ -1103,7 +1103,8 @@ impl<P: Policy> Agent<P> {
                 }
                 self.emit(run.start, back.event);
                 let kind = back.check.step_kind();
-                return Ok(self.send_back(run, st, done, kind, back.observation));
+                let how = (kind, back.hide_thought);
+                return Ok(self.send_back(run, st, done, how, back.observation));
             }
         }
         if let (Some(threshold), false) = (self.options.self_check, last_round) {
@@ -1122,7 +1123,7 @@ impl<P: Policy> Agent<P> {
                     "A check rated this answer {score:.2} of 1 for completing the task (it needs {threshold:.2}). \
                      Keep working on what is missing, then give a complete final_answer."
                 );
-                return Ok(self.send_back(run, st, done, "self_check", observation));
+                return Ok(self.send_back(run, st, done, ("self_check", false), observation));
             }
         }
         if answer.chars().count() as u64 >= ANSWER_MAX_CHARS {
@@ -1142,20 +1143,23 @@ impl<P: Policy> Agent<P> {
     }
 
     /// A final answer not accepted (by the evidence check or the self-check, named by `kind`):
-    /// recorded with `observation`, which the next round shows the model.
+    /// recorded with `observation`, which the next round shows the model; the step is shown
+    /// without its thought when `hide_thought` ([`super::checks::SendBack::hide_thought`]).
     fn send_back(
         &mut self,
         run: &mut TaskRun,
         st: &mut Rounds,
         mut done: Done,
-        kind: &str,
+        (kind, hide_thought): (&str, bool),
         observation: String,
     ) -> Flow {
         self.end_step(run, &mut done.record, kind, &observation, done.started);
-        st.texts.push(RoundText {
-            step: done.text,
-            observation,
-        });
+        let step = if hide_thought {
+            without_thought(&done.text)
+        } else {
+            done.text
+        };
+        st.texts.push(RoundText { step, observation });
         Flow::Continue
     }
 
@@ -1579,4 +1583,16 @@ fn cut_off(text: &str, limit: usize) -> (String, String) {
         why.push_str(&said.join("; "));
     }
     (why, shown)
+}
+
+/// A step's JSON with its thought taken out (the step is shown as it was decoded when it is
+/// no JSON object).
+fn without_thought(step: &str) -> String {
+    match serde_json::from_str::<Value>(step) {
+        Ok(Value::Object(mut m)) => {
+            m.remove("thought");
+            Value::Object(m).to_string()
+        }
+        _ => step.to_string(),
+    }
 }

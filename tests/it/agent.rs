@@ -1793,6 +1793,127 @@ fn a_count_of_days_the_dates_shown_do_not_give_is_sent_back_once() {
     assert!(checked.is_empty(), "{checked:?}");
 }
 
+/// Regression (issue 19): "Tomás Ruiz brings his dog on his June stay. What will the dog
+/// cost?" was answered 120 euros: the documents' 20 euros per night times "6 nights" ("June is
+/// 6 months"), with his June booking (2025-06-02 to 2025-06-06, 4 nights) in the rows shown.
+/// An answer that is a price per night times a count of nights no row's dates give is sent
+/// back once, naming the June row's days, to a round that must call a tool and may not write
+/// the count again; the price times the row's nights is not sent back.
+#[test]
+fn a_price_per_night_times_nights_no_row_gives_is_sent_back_once() {
+    use cairn::index::Index;
+    use cairn::tools::search::SearchTool;
+    use cairn::tools::sql::{SqlOptions, SqlTool};
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("facilities.md"),
+        "Bicycles can be hired at the reception.\nDogs are welcome for 20 euros per night.\n",
+    )
+    .unwrap();
+    let index = dir.path().join("idx.sqlite");
+    Index::open_or_create(&index)
+        .unwrap()
+        .update(std::slice::from_ref(&docs))
+        .unwrap();
+    let db = dir.path().join("hotel.sqlite");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE bookings (id INTEGER PRIMARY KEY, guest TEXT, arrival TEXT, departure TEXT);
+             INSERT INTO bookings VALUES (2, 'Tomás Ruiz', '2025-03-04', '2025-03-06'),
+                                         (17, 'Tomás Ruiz', '2025-06-02', '2025-06-06');",
+        )
+        .unwrap();
+    let task = "Tomás Ruiz brings his dog on his June stay. What will the dog cost?";
+    let guessed = json!({
+        "thought": "20 euros per night. June is 6 months, so 6 nights: 20 * 6 = 120.",
+        "action": "final_answer",
+        "args": {"answer": "The dog will cost 120 euros."}
+    });
+    let run = |steps: Vec<Value>| {
+        let (mut a, events) = agent(
+            steps,
+            registry(vec![
+                Arc::new(SearchTool::new(&index)),
+                Arc::new(SqlTool::open(&db, SqlOptions::default()).unwrap()),
+            ]),
+            AgentOptions::default(),
+        );
+        let r = a.run_task(task, None);
+        let checked: Vec<(String, Vec<String>)> = events
+            .kinds()
+            .into_iter()
+            .filter_map(|k| match k {
+                EventKind::DaysCheck { count, dates, .. } => Some((count, dates)),
+                _ => None,
+            })
+            .collect();
+        let allowed: Vec<Vec<String>> = events
+            .kinds()
+            .into_iter()
+            .filter_map(|k| match k {
+                EventKind::Prompt { allowed, .. } => Some(allowed),
+                _ => None,
+            })
+            .collect();
+        (r, checked, allowed, a)
+    };
+    let lookups = || {
+        vec![
+            step("search", json!({"query": "dog per night"})),
+            step(
+                "sql",
+                json!({"query": "SELECT arrival, departure FROM bookings WHERE guest = 'Tomás Ruiz'"}),
+            ),
+        ]
+    };
+    let mut steps = lookups();
+    steps.extend([
+        guessed.clone(),
+        calc("20 * 4"),
+        answer("The dog will cost 80 euros."),
+    ]);
+    let (r, checked, allowed, a) = run(steps);
+    assert_eq!(
+        (r.answer.as_str(), r.rounds),
+        ("The dog will cost 80 euros.", 5)
+    );
+    assert_eq!(
+        checked,
+        [(
+            "6 nights".to_string(),
+            vec!["2025-06-02".to_string(), "2025-06-06".to_string()]
+        )]
+    );
+    let text = last_prompt_text(a.policy());
+    assert!(
+        text.contains(
+            "the rows of June above give other ones (2025-06-02 to 2025-06-06: 4 days apart)"
+        ),
+        "{text}"
+    );
+    assert!(
+        !allowed[3].contains(&"final_answer".to_string()),
+        "{allowed:?}"
+    );
+    assert_eq!(a.policy().forbidden[3], [" 6 ", "20 * 6", "6 * 20"]);
+    // The answer's step is shown without the thought that holds the guessed count.
+    assert!(!text.contains("June is 6 months"), "{text}");
+    assert!(text.contains("The dog will cost 120 euros."), "{text}");
+    // The price times the June stay's nights: accepted as it is.
+    let mut steps = lookups();
+    steps.push(json!({
+        "thought": "20 euros per night for the 4 nights of the June stay: 80 euros.",
+        "action": "final_answer",
+        "args": {"answer": "The dog will cost 80 euros."}
+    }));
+    let (r, checked, _, _) = run(steps);
+    assert!(checked.is_empty(), "{checked:?}");
+    assert_eq!(r.rounds, 3);
+}
+
 /// Regression (issue 19): asked for Hugo Lambert's email, the 1.5B model searched the
 /// documents for "Hugo Lambert email", was told no passage holds "Hugo Lambert", and answered
 /// with the library's own address. An answer that gives, for such a name, a value found only
