@@ -552,7 +552,7 @@ fn priced_days(v: &View, seen: &[&str], used_dates: bool) -> Option<SendBack> {
         round: v.a.round,
         count: p.count,
         dates: p
-            .rows
+            .spans
             .iter()
             .flat_map(|(a, b, _)| [a.clone(), b.clone()])
             .collect(),

@@ -1783,9 +1783,10 @@ pub struct PricedDays {
     pub rate: String,
     /// The price's amount, as the line writes it (`20`).
     pub per: String,
-    /// The rows' dates: the first and last of each row, and the days between them (only the
-    /// rows of the month the task names, where it names one and rows have dates in it).
-    pub rows: Vec<(String, String, i64)>,
+    /// Each two dates of a row shown and the days between them (only the rows of the month
+    /// the task names, where it names one and rows have dates in it): a stay's arrival and
+    /// departure, a loan's due and return dates.
+    pub spans: Vec<(String, String, i64)>,
     /// The month the task names, as it writes it (`June`).
     pub month: Option<String>,
 }
@@ -1802,8 +1803,8 @@ fn named_month(task: &str) -> Option<(String, usize)> {
         })
 }
 
-/// The most rows [`days_of_rows_message`] lists, and the most rows whose days are added up
-/// when a count is matched against them.
+/// The most rows whose dates [`priced_days_not_between`] reads (and whose days it adds up
+/// for a total).
 const MAX_DATED_ROWS: usize = 8;
 
 /// When `answer`'s amount is a price per day or per night of a passage shown (`seen`) times
@@ -1843,20 +1844,38 @@ pub fn priced_days_not_between(
     // means, where there are any.
     let month = named_month(task);
     if let Some((_, number)) = month {
-        let of_month = |d: &str| d.get(5..7).and_then(|m| m.parse::<usize>().ok()) == Some(number);
-        if rows.iter().any(|r| of_month(&r.0) || of_month(&r.1)) {
-            rows.retain(|r| of_month(&r.0) || of_month(&r.1));
+        let in_month = |r: &Vec<(i64, String)>| {
+            r.iter()
+                .any(|(_, d)| d.get(5..7).and_then(|m| m.parse::<usize>().ok()) == Some(number))
+        };
+        if rows.iter().any(in_month) {
+            rows.retain(in_month);
         }
     }
     if rows.is_empty() {
         return None;
     }
-    let spans: Vec<i64> = rows.iter().map(|r| r.2).collect();
+    // Each two dates of a row, and for a total the first and last of each row.
+    let spans: Vec<(String, String, i64)> = rows
+        .iter()
+        .flat_map(|r| {
+            r.iter().enumerate().flat_map(move |(i, a)| {
+                r[i + 1..]
+                    .iter()
+                    .map(move |b| (a.1.clone(), b.1.clone(), (b.0 - a.0).abs()))
+            })
+        })
+        .collect();
+    let outer: Vec<i64> = rows
+        .iter()
+        .map(|r| (r[r.len() - 1].0 - r[0].0).abs())
+        .collect();
     let total = TOTAL_WORDS.iter().any(|w| holds_word(task, w));
     let passages: Vec<&str> = seen.to_vec();
+    // Prices per day or night: "20 euros per night", and "0.25 euros per item per day".
     let rates: Vec<RateLine> = rate_lines(&passages)
         .into_iter()
-        .filter(|r| matches!(r.unit, "day" | "night"))
+        .filter(|r| matches!(r.unit, "day" | "night") || per_day(&r.line))
         .collect();
     let amounts = answer_amounts(task, answer);
     for text in working {
@@ -1869,7 +1888,8 @@ pub fn priced_days_not_between(
             if !DAY_UNITS.contains(&unit.as_str()) || count.fract() != 0.0 || count < 1.0 {
                 continue;
             }
-            if spans_make(&spans, count as i64, total) {
+            let count_days = count as i64;
+            if spans.iter().any(|s| s.2 == count_days) || (total && sums_to(&outer, count_days)) {
                 continue;
             }
             for rate in &rates {
@@ -1888,7 +1908,7 @@ pub fn priced_days_not_between(
                         rate: rate.line.clone(),
                         per: rate.amount.clone(),
                         month: month.map(|(name, _)| name),
-                        rows,
+                        spans,
                     });
                 }
             }
@@ -1903,11 +1923,24 @@ const NUMBER_WORDS: &[&str] = &[
     "eleven", "twelve", "fourteen", "fifteen", "twenty", "thirty",
 ];
 
+/// Whether a line of a price says it is per day or per night after its first unit ("0.25
+/// euros per item per day").
+fn per_day(line: &str) -> bool {
+    let lower = line.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .any(|w| matches!(w[0], "per" | "a" | "each" | "every") && matches!(w[1], "day" | "night"))
+}
+
 /// The rows of `seen` (tables' rows, sample rows of a larger table left out) that hold two or
-/// more dates: the first and last date of each and the days between them, at most
+/// more dates: their dates as the calculator's day numbers, with their text; at most
 /// [`MAX_DATED_ROWS`], each once.
-fn dated_rows(seen: &[&str]) -> Vec<(String, String, i64)> {
-    let mut rows: Vec<(String, String, i64)> = Vec::new();
+fn dated_rows(seen: &[&str]) -> Vec<Vec<(i64, String)>> {
+    let mut rows: Vec<Vec<(i64, String)>> = Vec::new();
     for text in seen {
         let mut sample = false;
         for line in text.lines() {
@@ -1919,10 +1952,8 @@ fn dated_rows(seen: &[&str]) -> Vec<(String, String, i64)> {
             if sample || dates.len() < 2 {
                 continue;
             }
-            let (first, last) = (&dates[0], &dates[dates.len() - 1]);
-            let row = (first.1.clone(), last.1.clone(), (last.0 - first.0).abs());
-            if !rows.contains(&row) {
-                rows.push(row);
+            if !rows.contains(&dates) {
+                rows.push(dates);
             }
             if rows.len() == MAX_DATED_ROWS {
                 return rows;
@@ -1932,12 +1963,9 @@ fn dated_rows(seen: &[&str]) -> Vec<(String, String, i64)> {
     rows
 }
 
-/// Whether `count` is the days of one of `spans`, or, where the task asks for a `total`, the
-/// sum of the days of several (the nights of two stays).
-fn spans_make(spans: &[i64], count: i64, total: bool) -> bool {
-    if !total {
-        return spans.contains(&count);
-    }
+/// Whether `count` is the sum of the days of some of `spans` (the nights of two stays, for a
+/// total).
+fn sums_to(spans: &[i64], count: i64) -> bool {
     let n = spans.len().min(MAX_DATED_ROWS);
     (1u32..(1 << n)).any(|mask| {
         (0..n)
@@ -1965,7 +1993,7 @@ pub fn priced_days_forbidden(p: &PricedDays) -> Vec<String> {
 /// count of days no row's dates give.
 pub fn priced_days_message(p: &PricedDays) -> String {
     let rows: Vec<String> = p
-        .rows
+        .spans
         .iter()
         .map(|(first, last, days)| format!("{first} to {last}: {days} days apart"))
         .collect();
@@ -2284,7 +2312,7 @@ mod tests {
             .expect("a count of nights no row gives");
         assert_eq!((p.amount.as_str(), p.count.as_str()), ("120", "6 nights"));
         // The June row only: the task names June.
-        assert_eq!(p.rows, vec![("2025-06-02".into(), "2025-06-06".into(), 4)]);
+        assert_eq!(p.spans, vec![("2025-06-02".into(), "2025-06-06".into(), 4)]);
         let message = priced_days_message(&p);
         assert!(
             message.contains(
@@ -2297,7 +2325,7 @@ mod tests {
         let stay = "Tomás Ruiz brings his dog on his stay. What will the dog cost?";
         let p = priced_days_not_between(stay, answer, &[thought, answer], &shown, false)
             .expect("a count of nights no row gives");
-        assert_eq!(p.rows.len(), 2);
+        assert_eq!(p.spans.len(), 2);
         assert!(priced_days_message(&p).contains("the dates of the rows above give other ones (2025-03-04 to 2025-03-06: 2 days apart; 2025-06-02"));
         // The nights of the June row, a count the task gives, the dates worked with, a
         // count that is no factor of the answer: no check.
@@ -2324,6 +2352,37 @@ mod tests {
         let total = "What did Tomás Ruiz's dog cost in total over his stays?";
         assert_eq!(
             priced_days_not_between(total, answer, &[thought, answer], &shown, false),
+            None
+        );
+    }
+
+    /// A price per item per day is a price per day, and every two dates of a row give a count
+    /// (a loan's due and return dates, not only its first and last).
+    #[test]
+    fn a_fine_per_item_per_day_times_days_no_two_dates_give_is_found() {
+        let task = "Lars Eriksen returned The River Oracle late. How much is his fine?";
+        let shown = [
+            "fines.md:1\n  Overdue items cost 0.25 euros per item per day, up to at most 10 euros per item.",
+            "-- loan: every row whose member_no is the member_no of the member rows above\n\
+             loan_id | book_id | loaned_on | due_on | returned_on\n\
+             31 | 7 | 2025-03-01 | 2025-03-22 | 2025-03-29",
+        ];
+        let guessed = "The fine is 0.25 euros per day for 10 days: 2.50 euros.";
+        let p = priced_days_not_between(task, "His fine is 2.50 euros.", &[guessed], &shown, false)
+            .expect("a count of days no two dates give");
+        assert_eq!((p.count.as_str(), p.per.as_str()), ("10 days", "0.25"));
+        assert_eq!(
+            p.spans,
+            vec![
+                ("2025-03-01".into(), "2025-03-22".into(), 21),
+                ("2025-03-01".into(), "2025-03-29".into(), 28),
+                ("2025-03-22".into(), "2025-03-29".into(), 7),
+            ]
+        );
+        assert!(priced_days_message(&p).contains("2025-03-22 to 2025-03-29: 7 days apart"));
+        let right = "The fine is 0.25 euros per day for 7 days: 1.75 euros.";
+        assert_eq!(
+            priced_days_not_between(task, "His fine is 1.75 euros.", &[right], &shown, false),
             None
         );
     }
