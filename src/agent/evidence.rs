@@ -1700,20 +1700,7 @@ pub fn days_not_between(
     if !unit {
         return None;
     }
-    let mut rows: Vec<Vec<(i64, String)>> = Vec::new();
-    for text in seen {
-        let mut sample = false;
-        for line in text.lines() {
-            if line.starts_with("-- ") {
-                sample = line.ends_with(PARTIAL_SAMPLE);
-                continue;
-            }
-            let dates = line_dates(line);
-            if !sample && dates.len() >= 2 {
-                rows.push(dates);
-            }
-        }
-    }
+    let rows = dated_rows(seen, usize::MAX);
     let between = |r: &Vec<(i64, String)>| {
         r.iter().enumerate().any(|(i, a)| {
             r[i + 1..]
@@ -1839,7 +1826,7 @@ pub fn priced_days_not_between(
     if task_counts {
         return None;
     }
-    let mut rows = dated_rows(seen);
+    let mut rows = dated_rows(seen, MAX_DATED_ROWS);
     // A month the task names ("his June stay"): the rows with a date in it are the ones it
     // means, where there are any.
     let month = named_month(task);
@@ -1937,9 +1924,9 @@ fn per_day(line: &str) -> bool {
 }
 
 /// The rows of `seen` (tables' rows, sample rows of a larger table left out) that hold two or
-/// more dates: their dates as the calculator's day numbers, with their text; at most
-/// [`MAX_DATED_ROWS`], each once.
-fn dated_rows(seen: &[&str]) -> Vec<Vec<(i64, String)>> {
+/// more dates: their dates as the calculator's day numbers, with their text; at most `most`,
+/// each once.
+fn dated_rows(seen: &[&str], most: usize) -> Vec<Vec<(i64, String)>> {
     let mut rows: Vec<Vec<(i64, String)>> = Vec::new();
     for text in seen {
         let mut sample = false;
@@ -1955,7 +1942,7 @@ fn dated_rows(seen: &[&str]) -> Vec<Vec<(i64, String)>> {
             if !rows.contains(&dates) {
                 rows.push(dates);
             }
-            if rows.len() == MAX_DATED_ROWS {
+            if rows.len() == most {
                 return rows;
             }
         }
