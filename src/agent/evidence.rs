@@ -1858,9 +1858,8 @@ pub fn priced_days_not_between(
         .map(|r| (r[r.len() - 1].0 - r[0].0).abs())
         .collect();
     let total = TOTAL_WORDS.iter().any(|w| holds_word(task, w));
-    let passages: Vec<&str> = seen.to_vec();
     // Prices per day or night: "20 euros per night", and "0.25 euros per item per day".
-    let rates: Vec<RateLine> = rate_lines(&passages)
+    let rates: Vec<RateLine> = rate_lines(seen)
         .into_iter()
         .filter(|r| matches!(r.unit, "day" | "night") || per_day(&r.line))
         .collect();
@@ -1977,11 +1976,12 @@ pub fn priced_days_forbidden(p: &PricedDays) -> Vec<String> {
 }
 
 /// What the loop tells the model when its answer multiplied a price per day or night by a
-/// count of days no row's dates give.
+/// count of days no row's dates give (the first [`MAX_DATED_ROWS`] spans of dates named).
 pub fn priced_days_message(p: &PricedDays) -> String {
     let rows: Vec<String> = p
         .spans
         .iter()
+        .take(MAX_DATED_ROWS)
         .map(|(first, last, days)| format!("{first} to {last}: {days} days apart"))
         .collect();
     let which = match &p.month {
