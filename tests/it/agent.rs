@@ -1649,6 +1649,19 @@ fn a_value_quoted_by_a_check_message_is_no_evidence_for_the_next_answer() {
     assert_eq!(flagged, [["16"]]);
 }
 
+/// A search index under `dir` over one document, `name` holding `text`.
+fn indexed_docs(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join(name), text).unwrap();
+    let index = dir.join("idx.sqlite");
+    cairn::index::Index::open_or_create(&index)
+        .unwrap()
+        .update(std::slice::from_ref(&docs))
+        .unwrap();
+    index
+}
+
 /// Regression (issue 19): "Tomás Ruiz brings his dog on his June stay. What will the dog
 /// cost?" was answered "20 euros per night", the documents' rate, with the stay's four nights
 /// in the rows shown. An answer that gives its amount per day or night, or a value of a column
@@ -1801,22 +1814,14 @@ fn a_count_of_days_the_dates_shown_do_not_give_is_sent_back_once() {
 /// the count again; the price times the row's nights is not sent back.
 #[test]
 fn a_price_per_night_times_nights_no_row_gives_is_sent_back_once() {
-    use cairn::index::Index;
     use cairn::tools::search::SearchTool;
     use cairn::tools::sql::{SqlOptions, SqlTool};
     let dir = tempfile::tempdir().unwrap();
-    let docs = dir.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    std::fs::write(
-        docs.join("facilities.md"),
+    let index = indexed_docs(
+        dir.path(),
+        "facilities.md",
         "Bicycles can be hired at the reception.\nDogs are welcome for 20 euros per night.\n",
-    )
-    .unwrap();
-    let index = dir.path().join("idx.sqlite");
-    Index::open_or_create(&index)
-        .unwrap()
-        .update(std::slice::from_ref(&docs))
-        .unwrap();
+    );
     let db = dir.path().join("hotel.sqlite");
     rusqlite::Connection::open(&db)
         .unwrap()
@@ -1920,22 +1925,14 @@ fn a_price_per_night_times_nights_no_row_gives_is_sent_back_once() {
 /// in that search's passages is sent back once; the value from his row is not.
 #[test]
 fn a_value_from_a_passage_that_does_not_name_the_person_is_sent_back_once() {
-    use cairn::index::Index;
     use cairn::tools::search::SearchTool;
     use cairn::tools::sql::{SqlOptions, SqlTool};
     let dir = tempfile::tempdir().unwrap();
-    let docs = dir.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    std::fs::write(
-        docs.join("membership.md"),
+    let index = indexed_docs(
+        dir.path(),
+        "membership.md",
         "Membership renews every year.\nQuestions about membership by email: membership@townlibrary.example.\n",
-    )
-    .unwrap();
-    let index = dir.path().join("idx.sqlite");
-    Index::open_or_create(&index)
-        .unwrap()
-        .update(std::slice::from_ref(&docs))
-        .unwrap();
+    );
     let db = dir.path().join("members.sqlite");
     rusqlite::Connection::open(&db)
         .unwrap()
